@@ -1,0 +1,3 @@
+from pi_table.cli import main
+
+raise SystemExit(main())

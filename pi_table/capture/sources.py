@@ -1,0 +1,272 @@
+"""Frame sources (../shared/INTERFACES.md, "Source specs").
+
+Specs: ``picamera``, ``webcam:N``, ``video:PATH``, ``folder:DIR``, ``demo``.
+``folder:`` and ``demo`` replay still photos, each photo one roll, so their frames are
+already settled; camera and video sources stream frames that go through roll settling.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
+DEMO_DIR = Path(__file__).resolve().parent.parent / "demo"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One frame from a source.
+
+    Attributes:
+        image: HxWx3 uint8 BGR.
+        t: seconds on the source's clock (monotonic for live sources, video time for files).
+        index: frame number from the source's start, 0-based.
+        name: where it came from (file name, ``video.mp4#123``, ``picamera#5``).
+        settled: True when the source guarantees the frame is a still, finished roll
+            (``folder:`` and ``demo``); such frames skip roll settling.
+        full: for cameras with two streams (the Pi camera), a call that captures the
+            full-resolution HxWx3 uint8 BGR image to read; ``image`` is then the small
+            stream used only to watch for motion. None: read ``image`` itself.
+    """
+
+    image: np.ndarray
+    t: float
+    index: int
+    name: str
+    settled: bool = False
+    full: Callable[[], np.ndarray] | None = None
+
+    def image_to_read(self) -> np.ndarray:
+        """The image the dice are read from: full resolution where the source has it."""
+        return self.full() if self.full is not None else self.image
+
+
+class Source:
+    """Base class: an iterable of :class:`Frame`; ``close()`` releases the device.
+
+    ``settled`` is True for sources whose every frame is one finished roll.
+    """
+
+    spec: str = ""
+    settled: bool = False
+    live: bool = False  # a camera: reopened when it fails, rather than ended
+
+    def frames(self) -> Iterator[Frame]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Frame]:
+        return self.frames()
+
+    def close(self) -> None:
+        """Release the camera or file. Safe to call twice."""
+
+
+class FolderSource(Source):
+    """Replay the images of a folder as rolls, one image per roll, in name order.
+
+    Args:
+        folder: directory with .jpg/.png images.
+        interval_s: seconds between rolls (0 = as fast as the reader goes).
+        loop: start again after the last image.
+
+    Raises:
+        FileNotFoundError: the folder does not exist.
+        ValueError: the folder holds no images.
+    """
+
+    settled = True
+
+    def __init__(self, folder: str | Path, interval_s: float = 0.0, loop: bool = False, spec: str = ""):
+        self.folder = Path(folder)
+        if not self.folder.is_dir():
+            raise FileNotFoundError(f"no such folder: {self.folder}")
+        self.paths = sorted(p for p in self.folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not self.paths:
+            raise ValueError(f"no images in folder: {self.folder}")
+        self.interval_s = float(interval_s)
+        self.loop = loop
+        self.spec = spec or f"folder:{self.folder}"
+        self._closed = False
+
+    def frames(self) -> Iterator[Frame]:
+        import cv2
+
+        index = 0
+        while not self._closed:
+            for path in self.paths:
+                if self._closed:
+                    return
+                image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+                if image is None:
+                    log.warning("skipping %s: not a readable image", path)
+                    continue
+                yield Frame(image=image, t=time.monotonic(), index=index, name=str(path), settled=True)
+                index += 1
+                if self.interval_s > 0:
+                    _sleep_unless_closed(self, self.interval_s)
+            if not self.loop:
+                return
+
+    def close(self) -> None:
+        self._closed = True
+
+
+def _sleep_unless_closed(source: Source, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not getattr(source, "_closed", False):
+        time.sleep(min(0.1, max(0.0, end - time.monotonic())))
+
+
+class OpenCVSource(Source):
+    """Frames from OpenCV's VideoCapture: ``webcam:N`` (device N) or ``video:PATH`` (a file).
+
+    For a file, ``t`` is the video time (frame index / fps) so roll settling behaves the same
+    however fast the file is decoded; ``realtime=True`` paces it to the file's frame rate.
+
+    Raises:
+        FileNotFoundError: ``video:PATH`` names a missing file.
+        ValueError: OpenCV cannot open the device or file.
+    """
+
+    def __init__(self, target: int | str, realtime: bool = False, spec: str = ""):
+        import cv2
+
+        self.target = target
+        self.is_file = isinstance(target, str)
+        if self.is_file and not Path(target).is_file():
+            raise FileNotFoundError(f"no such video file: {target}")
+        self.capture = cv2.VideoCapture(target)
+        if not self.capture.isOpened():
+            raise ValueError(f"cannot open {'video' if self.is_file else 'webcam'} {target!r}")
+        fps = self.capture.get(cv2.CAP_PROP_FPS)
+        self.fps = fps if fps and fps > 0 else 30.0
+        self.realtime = realtime
+        self.live = not self.is_file
+        self.spec = spec or (f"video:{target}" if self.is_file else f"webcam:{target}")
+
+    def frames(self) -> Iterator[Frame]:
+        index = 0
+        start = time.monotonic()
+        while self.capture is not None:
+            ok, image = self.capture.read()
+            if not ok or image is None:
+                return
+            if self.is_file:
+                t = index / self.fps
+                if self.realtime:
+                    delay = start + t - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+            else:
+                t = time.monotonic()
+            name = f"{Path(str(self.target)).name}#{index}" if self.is_file else f"webcam{self.target}#{index}"
+            yield Frame(image=image, t=t, index=index, name=name)
+            index += 1
+
+    def close(self) -> None:
+        if self.capture is not None:
+            self.capture.release()
+            self.capture = None
+
+
+class PiCameraSource(Source):
+    """The Raspberry Pi camera through picamera2 (imported only here, only when used).
+
+    Two streams: a small ``lores`` stream (YUV420, ``lores_size``) is watched for motion at
+    the camera's frame rate, and the ``main`` stream (``size``, BGR) is captured only when a
+    roll has settled (:attr:`Frame.full`).
+
+    Raises:
+        ValueError: picamera2 is not installed or no camera is attached.
+    """
+
+    spec = "picamera"
+    live = True
+
+    def __init__(self, size: tuple[int, int] = (1280, 960), lores_size: tuple[int, int] = (320, 240)):
+        try:
+            from picamera2 import Picamera2  # type: ignore[import-not-found]
+        except ImportError:
+            raise ValueError("picamera: picamera2 is not installed (sudo apt install python3-picamera2)") from None
+        try:
+            self.camera = Picamera2()
+            config = self.camera.create_video_configuration(
+                main={"size": size, "format": "RGB888"}, lores={"size": lores_size, "format": "YUV420"})
+            self.camera.configure(config)
+            self.camera.start()
+        except Exception as exc:  # picamera2 raises bare exceptions when no camera is attached
+            raise ValueError(f"picamera: no camera available ({exc})") from None
+        self.lores_size = lores_size
+
+    def _full(self) -> np.ndarray:
+        # picamera2's "RGB888" is BGR in memory order, which is what OpenCV expects.
+        return np.ascontiguousarray(self.camera.capture_array("main")[:, :, :3])
+
+    def frames(self) -> Iterator[Frame]:
+        import cv2
+
+        index = 0
+        while self.camera is not None:
+            yuv = self.camera.capture_array("lores")
+            small = cv2.cvtColor(yuv, cv2.COLOR_YUV420p2BGR)
+            yield Frame(image=small, t=time.monotonic(), index=index, name=f"picamera#{index}", full=self._full)
+            index += 1
+
+    def close(self) -> None:
+        if self.camera is not None:
+            try:
+                self.camera.stop()
+                self.camera.close()
+            finally:
+                self.camera = None
+
+
+def picamera_present() -> bool:
+    """True when picamera2 imports and reports at least one camera."""
+    try:
+        from picamera2 import Picamera2  # type: ignore[import-not-found]
+    except ImportError:
+        return False
+    try:
+        return bool(Picamera2.global_camera_info())
+    except Exception:
+        return False
+
+
+def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
+    """Open a source from its spec; ``None`` means the Pi camera if present, else ``demo``.
+
+    Args:
+        spec: ``picamera``, ``webcam:N``, ``video:PATH``, ``folder:DIR`` or ``demo``.
+        interval_s: seconds between rolls when replaying ``folder:`` or ``demo`` photos.
+
+    Raises:
+        ValueError: unknown spec or a malformed argument (``webcam:x``).
+        FileNotFoundError: the folder or video file does not exist.
+    """
+    if spec is None:
+        spec = "picamera" if picamera_present() else "demo"
+    kind, _, arg = spec.partition(":")
+    if kind == "demo" and not arg:
+        return FolderSource(DEMO_DIR, interval_s=interval_s, loop=True, spec="demo")
+    if kind == "folder" and arg:
+        return FolderSource(arg, interval_s=interval_s, loop=False, spec=spec)
+    if kind == "video" and arg:
+        return OpenCVSource(arg, spec=spec)
+    if kind == "webcam":
+        try:
+            device = int(arg or "0")
+        except ValueError:
+            raise ValueError(f"bad webcam number in source {spec!r} (expected webcam:N)") from None
+        return OpenCVSource(device, spec=spec)
+    if kind == "picamera" and not arg:
+        return PiCameraSource()
+    raise ValueError(f"unknown source {spec!r} (expected picamera, webcam:N, video:PATH, folder:DIR or demo)")

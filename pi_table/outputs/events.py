@@ -1,0 +1,72 @@
+"""Fan-out of live events to the viewers' server-sent-event streams.
+
+Each viewer gets a bounded queue; a viewer that stops reading fills its queue and is
+dropped instead of holding up the others. The number of streams is capped.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Event:
+    """One server-sent event: ``name`` (``roll``, ``state``) and its JSON-able ``data``."""
+
+    name: str
+    data: dict
+
+    def encode(self) -> str:
+        """The event in text/event-stream form."""
+        return f"event: {self.name}\ndata: {json.dumps(self.data, separators=(',', ':'))}\n\n"
+
+
+class EventHub:
+    """Publish events to every subscribed stream.
+
+    Args:
+        max_streams: streams held at once; ``subscribe`` returns None beyond it.
+        queue_size: events buffered per stream before a slow viewer is dropped.
+    """
+
+    def __init__(self, max_streams: int = 100, queue_size: int = 64):
+        self.max_streams = max_streams
+        self.queue_size = queue_size
+        self._lock = threading.Lock()
+        self._queues: set[queue.Queue] = set()
+
+    def subscribe(self) -> queue.Queue | None:
+        """A new stream's queue, or None when ``max_streams`` are already open."""
+        with self._lock:
+            if len(self._queues) >= self.max_streams:
+                return None
+            q: queue.Queue = queue.Queue(maxsize=self.queue_size)
+            self._queues.add(q)
+            return q
+
+    def unsubscribe(self, q: queue.Queue) -> None:
+        with self._lock:
+            self._queues.discard(q)
+
+    @property
+    def streams(self) -> int:
+        with self._lock:
+            return len(self._queues)
+
+    def publish(self, event: Event) -> None:
+        """Queue ``event`` for every stream; a stream whose queue is full is closed."""
+        with self._lock:
+            targets = list(self._queues)
+        for q in targets:
+            try:
+                q.put_nowait(event)
+            except queue.Full:
+                self.unsubscribe(q)
+                try:
+                    q.get_nowait()
+                    q.put_nowait(None)  # tells the stream to end
+                except (queue.Empty, queue.Full):
+                    pass

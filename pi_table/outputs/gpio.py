@@ -1,0 +1,163 @@
+"""LEDs and buttons on the Pi's GPIO header, through gpiozero.
+
+Default wiring (BCM numbers, see hardware.md): tension-token bar on 17, 27, 22, 23, 24;
+GM omen / momentum bar on 5, 6, 13, 19, 26; status LED on 12; buttons (to ground, internal
+pull-up) spend-a-tension-token 16, new scene 20, re-read / confirm 21.
+
+Off a Pi (no pin factory loads) the panel runs on gpiozero's MockFactory and says so once,
+so the kit and its tests run on any machine.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class PinConfig:
+    """BCM pin numbers of the panel. Raises ValueError on a pin outside 0..27 or a pin used twice."""
+
+    tension: tuple[int, ...] = (17, 27, 22, 23, 24)
+    omens: tuple[int, ...] = (5, 6, 13, 19, 26)
+    status: int = 12
+    spend: int = 16
+    scene: int = 20
+    reread: int = 21
+    hold_s: float = 1.0
+    bounce_s: float = 0.05
+
+    def __post_init__(self) -> None:
+        pins = [*self.tension, *self.omens, self.status, self.spend, self.scene, self.reread]
+        for pin in pins:
+            if not isinstance(pin, int) or isinstance(pin, bool) or not 0 <= pin <= 27:
+                raise ValueError(f"GPIO pin {pin!r} is not a BCM pin number 0..27")
+        dupes = sorted({p for p in pins if pins.count(p) > 1})
+        if dupes:
+            raise ValueError(f"GPIO pin {dupes[0]} is used twice in the pin config")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "PinConfig":
+        """Build from a config file's ``[pins]`` table; unknown keys are a ValueError."""
+        known = set(cls.__dataclass_fields__)
+        for key in data:
+            if key not in known:
+                raise ValueError(f"unknown pin setting {key!r} (expected one of {', '.join(sorted(known))})")
+        values = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items()}
+        return cls(**values)
+
+
+def pin_factory():
+    """The real pin factory on a Pi, else a MockFactory. Returns (factory, is_mock)."""
+    from gpiozero import Device
+    from gpiozero.exc import BadPinFactory
+
+    if Device.pin_factory is not None:
+        from gpiozero.pins.mock import MockFactory
+
+        return Device.pin_factory, isinstance(Device.pin_factory, MockFactory)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return Device.ensure_pin_factory(), False
+        except BadPinFactory:
+            pass
+    from gpiozero.pins.mock import MockFactory
+
+    Device.pin_factory = MockFactory()
+    return Device.pin_factory, True
+
+
+@dataclass
+class Panel:
+    """The GM's panel: two LED bars, a status LED and three buttons.
+
+    Args:
+        pins: the wiring.
+        on_spend, on_scene, on_reread: called (no arguments) when a button is pressed.
+        factory: a gpiozero pin factory; None picks the Pi's, or mock pins off a Pi.
+
+    A pin that fails to open is logged once and that part of the panel is left out;
+    the rest keeps working.
+    """
+
+    pins: PinConfig = field(default_factory=PinConfig)
+    on_spend: Callable[[], None] | None = None
+    on_scene: Callable[[], None] | None = None
+    on_reread: Callable[[], None] | None = None
+    factory: object = None
+
+    def __post_init__(self) -> None:
+        from gpiozero import Button, LED, LEDBarGraph
+
+        self.mock = False
+        if self.factory is None:
+            self.factory, self.mock = pin_factory()
+            if self.mock:
+                log.warning("no GPIO pins on this machine: LEDs and buttons run on mock pins")
+        self.problems: list[str] = []
+        self.tension_bar = self._open(LEDBarGraph, *self.pins.tension, pin_factory=self.factory)
+        self.omen_bar = self._open(LEDBarGraph, *self.pins.omens, pin_factory=self.factory)
+        self.status_led = self._open(LED, self.pins.status, pin_factory=self.factory)
+        self.buttons = {}
+        for name, pin, callback in (("spend", self.pins.spend, self.on_spend), ("scene", self.pins.scene, self.on_scene),
+                                    ("reread", self.pins.reread, self.on_reread)):
+            button = self._open(Button, pin, bounce_time=self.pins.bounce_s, hold_time=self.pins.hold_s, pin_factory=self.factory)
+            if button is not None and callback is not None:
+                button.when_pressed = lambda _b=None, cb=callback: cb()
+            self.buttons[name] = button
+        self.status = "ready"
+
+    def _open(self, cls, *args, **kwargs):
+        try:
+            return cls(*args, **kwargs)
+        except Exception as exc:  # gpiozero raises many kinds: pin in use, no access...
+            message = f"GPIO {cls.__name__} on pin(s) {args} failed to open: {exc}"
+            log.warning(message)
+            self.problems.append(message)
+            return None
+
+    @staticmethod
+    def _bar_value(count: int, leds: int) -> float:
+        return min(max(count, 0), leds) / leds
+
+    def show_tokens(self, tension: int, omens: int) -> None:
+        """Light ``tension`` LEDs on the first bar and ``omens`` on the second (capped at the bar's length)."""
+        if self.tension_bar is not None:
+            self.tension_bar.value = self._bar_value(tension, len(self.tension_bar))
+        if self.omen_bar is not None:
+            self.omen_bar.value = self._bar_value(omens, len(self.omen_bar))
+
+    def show_status(self, status: str) -> None:
+        """``ready`` steady on, ``reading`` slow blink, ``reroll`` fast blink, ``off``. ValueError otherwise."""
+        if status not in ("ready", "reading", "reroll", "off"):
+            raise ValueError(f"unknown status {status!r}")
+        self.status = status
+        led = self.status_led
+        if led is None:
+            return
+        if status == "ready":
+            led.on()
+        elif status == "off":
+            led.off()
+        else:
+            period = 0.5 if status == "reading" else 0.1
+            led.blink(on_time=period, off_time=period, background=True)
+
+    def lit(self) -> dict:
+        """How many LEDs of each bar are lit and the status, for tests and the GM page."""
+        def count(bar):
+            return 0 if bar is None else sum(1 for led in bar if led.is_lit)
+        return {"tension": count(self.tension_bar), "omens": count(self.omen_bar), "status": self.status}
+
+    def close(self) -> None:
+        for device in (self.tension_bar, self.omen_bar, self.status_led, *self.buttons.values()):
+            if device is not None:
+                try:
+                    device.close()
+                except Exception:
+                    pass

@@ -1,0 +1,236 @@
+"""The web pages and HTTP API of ../shared/INTERFACES.md ("HTTP"), as a Flask app.
+
+Served by waitress (a production WSGI server). Each open ``/api/events`` stream holds one
+worker thread, so the pool is sized for ``max_viewers`` streams plus room for ordinary
+requests, and streams beyond the cap get ``503`` with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import secrets
+import signal
+import threading
+import time
+from pathlib import Path
+
+from flask import Flask, Response, abort, jsonify, request, send_file, session
+
+from pi_table.outputs.events import Event
+
+log = logging.getLogger(__name__)
+STATIC = Path(__file__).resolve().parent / "static"
+HEARTBEAT_S = 15.0
+
+
+class Lockout:
+    """Refuse PIN attempts from a client after ``tries`` wrong ones within ``window_s`` seconds."""
+
+    def __init__(self, tries: int = 5, window_s: float = 60.0):
+        self.tries, self.window_s = tries, window_s
+        self._fails: dict[str, list[float]] = {}
+        self._lock = threading.Lock()
+
+    def locked(self, client: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            fails = [t for t in self._fails.get(client, []) if now - t < self.window_s]
+            self._fails[client] = fails
+            return len(fails) >= self.tries
+
+    def fail(self, client: str) -> None:
+        with self._lock:
+            self._fails.setdefault(client, []).append(time.monotonic())
+
+
+def create_app(service) -> Flask:
+    """The Flask app for one :class:`pi_table.service.Service`."""
+    app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
+    app.config.update(SECRET_KEY=secrets.token_bytes(32), SESSION_COOKIE_HTTPONLY=True,
+                      SESSION_COOKIE_SAMESITE="Strict", MAX_CONTENT_LENGTH=64 * 1024)
+    lockout = Lockout()
+
+    def error(status: int, message: str):
+        return jsonify({"error": message}), status
+
+    def is_gm() -> bool:
+        if session.get("gm"):
+            return True
+        header = request.headers.get("Authorization", "")
+        return header.startswith("Bearer ") and service.check_pin(header[7:].strip())
+
+    @app.before_request
+    def guard():
+        if request.method in ("POST", "PUT", "DELETE", "PATCH") and request.path.startswith("/api/"):
+            client = request.remote_addr or "?"
+            if lockout.locked(client):
+                return error(429, "too many wrong PINs: wait a minute")
+            if not is_gm():
+                if request.headers.get("Authorization"):
+                    lockout.fail(client)
+                return error(401, "GM PIN required (Authorization: Bearer PIN)")
+            if session.get("gm") and not request.headers.get("Authorization"):
+                # cookie-authenticated change: require the CSRF token the /gm page holds
+                if request.headers.get("X-CSRF-Token") != session.get("csrf"):
+                    return error(403, "missing or wrong X-CSRF-Token")
+
+    def body() -> dict:
+        data = request.get_json(silent=True)
+        if not isinstance(data, dict):
+            raise ValueError("request body must be a JSON object")
+        return data
+
+    @app.errorhandler(ValueError)
+    def bad_value(exc):
+        return error(400, str(exc).splitlines()[0] if str(exc) else "bad request")
+
+    @app.errorhandler(KeyError)
+    def not_found(exc):
+        return error(404, str(exc.args[0]) if exc.args else "not found")
+
+    @app.get("/")
+    def viewer():
+        return send_file(STATIC / "index.html")
+
+    @app.get("/gm")
+    def gm_page():
+        return send_file(STATIC / "gm.html")
+
+    @app.post("/gm/login")
+    def gm_login():
+        client = request.remote_addr or "?"
+        if lockout.locked(client):
+            return error(429, "too many wrong PINs: wait a minute")
+        data = request.get_json(silent=True) or request.form
+        if not service.check_pin(str(data.get("pin", ""))):
+            lockout.fail(client)
+            return error(401, "wrong PIN")
+        session["gm"] = True
+        session["csrf"] = secrets.token_urlsafe(16)
+        return jsonify({"ok": True, "csrf": session["csrf"]})
+
+    @app.get("/gm/session")
+    def gm_session():
+        return jsonify({"gm": bool(session.get("gm")), "csrf": session.get("csrf") if session.get("gm") else None,
+                        "leds": service.panel.lit(), "mock_pins": getattr(service.panel, "mock", False)})
+
+    @app.get("/api/state")
+    def state():
+        return jsonify(service.state().to_json())
+
+    @app.get("/api/rolls")
+    def rolls():
+        raw = request.args.get("limit", "20")
+        try:
+            limit = int(raw)
+        except ValueError:
+            raise ValueError(f"limit must be an integer, got {raw!r}") from None
+        return jsonify([r.to_json() for r in service.table.rolls(limit)])
+
+    @app.get("/api/rolls/<int:roll_id>")
+    def one_roll(roll_id: int):
+        return jsonify(service.table.roll(roll_id).to_json())
+
+    @app.get("/api/rolls/<int:roll_id>/image")
+    def roll_image(roll_id: int):
+        roll = service.table.roll(roll_id)  # by id only: never a path from the request
+        path = Path(roll.image) if roll.image else None
+        if path is None or path.parent != service.images_dir or not path.is_file():
+            abort(404)
+        return send_file(path, mimetype="image/jpeg", max_age=3600)
+
+    @app.get("/api/events")
+    def events():
+        q = service.hub.subscribe()
+        if q is None:
+            resp = error(503, "too many live viewers; try again soon")[0]
+            resp.status_code = 503
+            resp.headers["Retry-After"] = "10"
+            return resp
+        first = Event("state", service.state().to_json())
+
+        def stream():
+            try:
+                yield "retry: 2000\n\n" + first.encode()
+                while True:
+                    try:
+                        event = q.get(timeout=HEARTBEAT_S)
+                    except queue.Empty:
+                        yield ": keep-alive\n\n"
+                        continue
+                    if event is None:
+                        return
+                    yield event.encode()
+            finally:
+                service.hub.unsubscribe(q)
+
+        resp = Response(stream(), mimetype="text/event-stream",
+                        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        resp.call_on_close(lambda: service.hub.unsubscribe(q))  # also when the stream never started
+        return resp
+
+    @app.put("/api/system")
+    def put_system():
+        data = body()
+        system = data.get("system")
+        if not isinstance(system, str):
+            raise ValueError(f"system must be a string, got {system!r}")
+        params = data.get("params", {})
+        if not isinstance(params, dict):
+            raise ValueError(f"params must be an object, got {params!r}")
+        return jsonify(service.set_system(system, params).to_json())
+
+    @app.post("/api/tokens/tension")
+    def tension():
+        delta = body().get("delta")
+        if isinstance(delta, bool) or not isinstance(delta, int):
+            raise ValueError(f"delta must be an integer, got {delta!r}")
+        return jsonify(service.add_tension(delta).to_json())
+
+    @app.post("/api/scene")
+    def scene():
+        return jsonify(service.new_scene().to_json())
+
+    @app.put("/api/rolls/<int:roll_id>/dice/<int:index>")
+    def correct(roll_id: int, index: int):
+        face = body().get("face")
+        if not isinstance(face, (str, int)) or isinstance(face, bool):
+            raise ValueError(f"face must be a string like \"5\", got {face!r}")
+        return jsonify(service.correct_die(roll_id, index, str(face)).to_json())
+
+    @app.post("/api/undo")
+    def undo():
+        done = service.undo()
+        return jsonify({"undone": done, "state": service.state().to_json()})
+
+    return app
+
+
+def make_server(service, host: str, port: int):
+    """A waitress server for the app (port 0 picks a free port: see ``effective_port``)."""
+    from waitress.server import create_server
+
+    threads = service.settings.threads or service.settings.max_viewers + 16
+    return create_server(create_app(service), host=host, port=port, threads=threads,
+                         channel_timeout=120, connection_limit=service.settings.max_viewers + 100,
+                         ident="pi-table")
+
+
+def serve_forever(service, host: str, port: int) -> None:
+    """Serve the app with waitress until SIGTERM/SIGINT; then stop the capture loop cleanly."""
+    server = make_server(service, host, port)
+    log.info("web page on http://%s:%s/ (GM page /gm)", host, server.effective_port)
+
+    def stop(signum, _frame):
+        log.info("signal %s: stopping", signum)
+        service.stop()
+        raise SystemExit(0)  # waitress's loop shuts its workers down on SystemExit
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+    try:
+        server.run()
+    finally:
+        server.close()

@@ -1,0 +1,418 @@
+"""The main job, ``pi-table serve``: capture -> vision -> rules -> table -> gpio + web.
+
+:class:`Service` holds one of each stage and moves a roll along; the web app and the GPIO
+buttons call its GM actions, and every change is pushed to viewers and LEDs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import threading
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pi_table.capture import RollSettler, SettledRoll, open_source
+from pi_table.outputs.events import Event, EventHub
+from pi_table.outputs.gpio import Panel, PinConfig
+from pi_table.table import Roll, Table, TableState
+
+log = logging.getLogger("pi_table")
+
+#: Which die kinds each system reads from the tray (RULES.md).
+KINDS_BY_SYSTEM: dict[str, frozenset[str]] = {
+    "contingency-action": frozenset({"d8", "d6"}),
+    "contingency-pool": frozenset({"d8"}),
+    "contingency-skill": frozenset({"d4", "d6", "d8", "d10", "d12"}),
+    "charge": frozenset({"d6"}),
+    "contract": frozenset({"d10"}),
+}
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/pi-table``, default ``~/.local/state/pi-table`` (INTERFACES.md)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "pi-table"
+
+
+@dataclass
+class Settings:
+    """Everything ``serve`` is configured with (config file, then command-line options).
+
+    Attributes:
+        source: source spec or None (Pi camera if present, else demo).
+        host, port: where the web server listens.
+        state_dir: database, stored roll photos, PIN hash.
+        pin: GM PIN given by option/env/config; None = the stored one, or a new one printed once.
+        system, params: the system for a new table.
+        interval_s: seconds between replayed photos (``demo``, ``folder:``).
+        pins: GPIO wiring.
+        max_viewers: live streams held at once (more get 503).
+        threads: web server worker threads (each live stream holds one).
+    """
+
+    source: str | None = None
+    host: str = "0.0.0.0"
+    port: int = 8080
+    state_dir: Path = field(default_factory=default_state_dir)
+    pin: str | None = None
+    system: str = "charge"
+    params: dict = field(default_factory=dict)
+    interval_s: float = 6.0
+    pins: PinConfig = field(default_factory=PinConfig)
+    max_viewers: int = 100
+    threads: int = 0
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "Settings":
+        """Read a TOML config (keys as the attributes, ``[pins]`` and ``[params]`` tables).
+
+        Raises:
+            FileNotFoundError: no such file. ValueError: not TOML, or an unknown key.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"no such config file: {path}")
+        try:
+            data = tomllib.loads(path.read_text())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
+        settings = cls()
+        for key, value in data.items():
+            if key == "pins":
+                settings.pins = PinConfig.from_dict(value)
+            elif key == "state_dir":
+                settings.state_dir = Path(value).expanduser()
+            elif key in cls.__dataclass_fields__:
+                setattr(settings, key, value)
+            else:
+                raise ValueError(f"unknown config key {key!r} in {path}")
+        return settings
+
+
+def _hash_pin(pin: str, salt: bytes) -> bytes:
+    return hashlib.pbkdf2_hmac("sha256", pin.encode(), salt, 100_000)
+
+
+class PinCheck:
+    """The GM PIN, stored only as a salted PBKDF2 hash (file mode 0600), compared in constant time."""
+
+    def __init__(self, state_dir: Path, pin: str | None):
+        path = state_dir / "gm_pin"
+        self.new_pin: str | None = None
+        if pin is not None:
+            if not (4 <= len(pin) <= 64) or not pin.isprintable():
+                raise ValueError(f"GM PIN must be 4..64 printable characters, got {len(pin)} characters")
+            salt = secrets.token_bytes(16)
+            self._salt, self._hash = salt, _hash_pin(pin, salt)
+        elif path.is_file():
+            salt_hex, hash_hex = path.read_text().split()
+            self._salt, self._hash = bytes.fromhex(salt_hex), bytes.fromhex(hash_hex)
+        else:
+            self.new_pin = f"{secrets.randbelow(10**6):06d}"
+            self._salt = secrets.token_bytes(16)
+            self._hash = _hash_pin(self.new_pin, self._salt)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(f"{self._salt.hex()} {self._hash.hex()}\n")
+
+    def __call__(self, pin: str | None) -> bool:
+        """True when ``pin`` is the GM PIN."""
+        if not pin:
+            return False
+        return hmac.compare_digest(_hash_pin(pin, self._salt), self._hash)
+
+
+class _Closed:
+    """A source that yields nothing (the loop was stopped while a camera was lost)."""
+
+    live = False
+    settled = True
+
+    def __iter__(self):
+        return iter(())
+
+    def close(self) -> None:
+        pass
+
+
+class Service:
+    """One running table: the stages wired together.
+
+    Args:
+        settings: see :class:`Settings`.
+        reader: a :class:`pi_table.vision.DiceReader` (loaded from ``models/`` if None).
+        panel: a :class:`pi_table.outputs.gpio.Panel` (built from ``settings.pins`` if None).
+    """
+
+    def __init__(self, settings: Settings, reader=None, panel: Panel | None = None):
+        self.settings = settings
+        state_dir = Path(settings.state_dir)
+        state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.images_dir = state_dir / "rolls"
+        self.images_dir.mkdir(exist_ok=True, mode=0o700)
+        self.table = Table(state_dir / "table.db", settings.system, settings.params)
+        self.check_pin = PinCheck(state_dir, settings.pin)
+        self.hub = EventHub(max_streams=settings.max_viewers)
+        if reader is None:
+            from pi_table.vision import DiceReader
+
+            reader = DiceReader(threads=1)
+        self.reader = reader
+        self.panel = panel if panel is not None else Panel(
+            settings.pins, on_spend=self._button(lambda: self.add_tension(-1)),
+            on_scene=self._button(self.new_scene), on_reread=self._button(self.reread))
+        self.notices: dict[str, str] = {}
+        self._lock = threading.RLock()
+        self._last_frame: SettledRoll | None = None
+        self.stop_event = threading.Event()
+        self.rolls_read = 0
+        self.retry_s = 2.0
+        self._show()
+
+    # -- the way of a roll ----------------------------------------------------------------
+    def handle(self, settled: SettledRoll) -> Roll:
+        """Read a settled frame, resolve it, store it, and push it to LEDs and viewers."""
+        self.panel.show_status("reading")
+        with self._lock:
+            self._last_frame = settled
+            system = self.table.system
+            image = settled.frame.image_to_read()
+            reading = self.reader.read(image, name=settled.frame.name, kinds=KINDS_BY_SYSTEM.get(system))
+            roll = self.table.record(reading, image=self._store_image(image))
+            self.rolls_read += 1
+        self.hub.publish(Event("roll", roll.to_json()))
+        self._changed(status="reroll" if roll.outcome == "reroll" else "ready")
+        return roll
+
+    def _store_image(self, image) -> str | None:
+        """Write the photo a roll was read from; its path, or None (and a notice) if it cannot be."""
+        import cv2
+
+        path = self.images_dir / f"{time.time_ns()}.jpg"
+        try:
+            ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 85])
+            if not ok:
+                raise OSError("JPEG encoding failed")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data.tobytes())
+            self.notices.pop("images", None)
+            return str(path)
+        except OSError as exc:
+            log.warning("roll photo not stored: %s", exc)
+            path.unlink(missing_ok=True)
+            self.notices["images"] = f"roll photos are not being stored ({exc.strerror or exc})"
+            return None
+
+    def run(self, source_spec: str | None = None, max_rolls: int | None = None) -> None:
+        """Capture loop: frames from the source, settled rolls handled, until stopped.
+
+        Returns when a file or photo source ends, ``max_rolls`` rolls were read, or
+        :meth:`stop` is called. A live camera that fails or disappears is reopened every
+        ``retry_s`` seconds while the page says "camera lost"; frames that are black or
+        corrupt are skipped with a notice.
+
+        Raises:
+            ValueError, FileNotFoundError: a bad source spec (before anything runs).
+        """
+        spec = source_spec if source_spec is not None else self.settings.source
+        source = open_source(spec, interval_s=self.settings.interval_s)
+        spec = source.spec
+        log.info("reading rolls from %s", spec)
+        start = self.rolls_read
+        while not self.stop_event.is_set():
+            self._source = source
+            try:
+                if self._read_rolls(source, start, max_rolls):
+                    return
+            except Exception as exc:  # the camera went away mid-stream
+                log.warning("source %s failed: %s", spec, exc)
+            finally:
+                source.close()
+            if not source.live or self.stop_event.is_set():
+                return
+            source = self._reopen(spec)
+
+    def _reopen(self, spec: str):
+        self._notice("camera", "camera lost: waiting for it to come back")
+        while not self.stop_event.wait(self.retry_s):
+            try:
+                source = open_source(spec, interval_s=self.settings.interval_s)
+            except (ValueError, OSError) as exc:
+                log.info("camera still lost: %s", exc)
+                continue
+            self._notice("camera", None)
+            log.info("camera back: %s", spec)
+            return source
+        return _Closed()
+
+    def _read_rolls(self, source, start: int, max_rolls: int | None) -> bool:
+        """Handle frames until the source ends; True when done for good (stop or max_rolls)."""
+        settler = RollSettler()
+        for frame in source:
+            if self.stop_event.is_set():
+                return True
+            if not self._usable(frame):
+                settler.reset()
+                continue
+            if self.table.pending:
+                self.table.flush()
+            settled = settler.push(frame)
+            if settled is None:
+                continue
+            try:
+                self.handle(settled)
+            except Exception:  # a bad read must not stop the table
+                log.exception("could not read frame %s", frame.name)
+                self.panel.show_status("reroll")
+            if max_rolls is not None and self.rolls_read - start >= max_rolls:
+                return True
+        return self.stop_event.is_set()
+
+    def _usable(self, frame) -> bool:
+        """False (with a notice) for a corrupt or black frame."""
+        image = frame.image
+        if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or image.size == 0:
+            self._notice("frame", f"corrupt frame from the camera ({frame.name})")
+            return False
+        if float(image.max()) < 16:
+            self._notice("frame", "the camera sees only black: lens cap, or no light on the tray?")
+            return False
+        self._notice("frame", None)
+        return True
+
+    def _notice(self, key: str, text: str | None) -> None:
+        """Set or clear a notice shown on the pages; publishes state when it changes."""
+        if self.notices.get(key) == text:
+            return
+        if text is None:
+            self.notices.pop(key, None)
+        else:
+            self.notices[key] = text
+        self._changed()
+
+    def stop(self) -> None:
+        """Stop the capture loop after the roll in hand (if any) is recorded."""
+        self.stop_event.set()
+        source = getattr(self, "_source", None)
+        if source is not None and source.settled:
+            source.close()  # wakes a photo source sleeping between rolls
+
+    # -- state out --------------------------------------------------------------------------
+    def state(self) -> TableState:
+        return self.table.state(tuple(self.notices.values()))
+
+    def _show(self, status: str | None = None) -> None:
+        tokens = self.table.tokens
+        omens = tokens.momentum if self.table.system == "charge" else tokens.gm_omens
+        self.panel.show_tokens(tokens.tension, omens)
+        if status is not None:
+            self.panel.show_status(status)
+        elif self.panel.status not in ("reroll",):
+            self.panel.show_status("ready")
+
+    def _changed(self, status: str | None = None) -> None:
+        self._show(status)
+        self.hub.publish(Event("state", self.state().to_json()))
+
+    def _button(self, action):
+        def pressed() -> None:
+            try:
+                action()
+            except ValueError as exc:  # e.g. spending a token the GM does not have
+                log.info("button: %s", exc)
+        return pressed
+
+    # -- GM actions ---------------------------------------------------------------------------
+    def set_system(self, system: str, params: dict | None = None) -> TableState:
+        self.table.set_system(system, params)
+        self._changed()
+        return self.state()
+
+    def add_tension(self, delta: int) -> TableState:
+        self.table.add_tension(delta)
+        self._changed()
+        return self.state()
+
+    def new_scene(self) -> TableState:
+        self.table.new_scene()
+        self._changed()
+        return self.state()
+
+    def correct_die(self, roll_id: int, index: int, face: str) -> Roll:
+        roll = self.table.correct_die(roll_id, index, face)
+        self.hub.publish(Event("roll", roll.to_json()))
+        self._changed(status="reroll" if roll.outcome == "reroll" else "ready")
+        return roll
+
+    def undo(self) -> bool:
+        done = self.table.undo()
+        self._changed()
+        return done
+
+    def reread(self) -> Roll | None:
+        """Read the last settled frame again (the re-read button)."""
+        if self._last_frame is None:
+            return None
+        return self.handle(self._last_frame)
+
+    def close(self) -> None:
+        self.stop()
+        self.panel.close()
+        self.table.close()
+
+
+# -- the serve command ---------------------------------------------------------------------------
+def register(sub) -> None:
+    """Add ``serve`` to the ``pi-table`` parser."""
+    p = sub.add_parser("serve", help="run the table: camera -> dice -> rules -> LEDs + web page")
+    p.add_argument("--source", help="picamera, webcam:N, video:PATH, folder:DIR or demo (default: Pi camera if present, else demo)")
+    p.add_argument("--host", help="address to listen on (default 0.0.0.0: every phone on the LAN)")
+    p.add_argument("--port", type=int, help="port (default 8080)")
+    p.add_argument("--config", help="TOML config file")
+    p.add_argument("--pin", default=os.environ.get("PI_TABLE_PIN"), help="GM PIN (or PI_TABLE_PIN); default: stored one, or a new one printed once")
+    p.add_argument("--state-dir", help="where the table's database and photos live (default $XDG_STATE_HOME/pi-table)")
+    p.add_argument("--system", help="system for a new table (charge, contingency-action, ...)")
+    p.add_argument("--interval", type=float, help="seconds between replayed photos for demo/folder sources (default 6)")
+    p.set_defaults(func=_serve)
+
+
+def _serve(args) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    settings = Settings.from_file(args.config) if args.config else Settings()
+    for key in ("source", "host", "port", "pin", "system"):
+        if getattr(args, key) is not None:
+            setattr(settings, key, getattr(args, key))
+    if args.state_dir:
+        settings.state_dir = Path(args.state_dir).expanduser()
+    if args.interval is not None:
+        if args.interval < 0:
+            raise ValueError(f"--interval must be >= 0 seconds, got {args.interval}")
+        settings.interval_s = args.interval
+    if not 1 <= int(settings.port) <= 65535:
+        raise ValueError(f"port must be 1..65535, got {settings.port}")
+    source = open_source(settings.source, interval_s=settings.interval_s)  # fail fast on a bad spec
+    settings.source = source.spec
+    source.close()
+    service = Service(settings)
+    if service.check_pin.new_pin:
+        print(f"GM PIN: {service.check_pin.new_pin}  (printed once; stored hashed in {settings.state_dir})", flush=True)
+    from pi_table.outputs.web import serve_forever
+
+    capture = threading.Thread(target=service.run, name="capture", daemon=True)
+    capture.start()
+    try:
+        serve_forever(service, settings.host, int(settings.port))
+    finally:
+        service.stop()
+        capture.join(timeout=15)  # let a roll in hand be read and recorded (SIGTERM mid-roll)
+        service.close()
+    return 0

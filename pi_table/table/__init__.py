@@ -1,0 +1,9 @@
+"""Table stage: the selected system, the GM's tokens, and the roll history.
+
+Everything lives in one SQLite database (WAL journal, ``synchronous=FULL``), so a restart or
+a power cut loses neither a recorded roll nor a token.
+"""
+
+from pi_table.table.state import Roll, Table, TableState, Tokens
+
+__all__ = ["Roll", "Table", "TableState", "Tokens"]

@@ -1,0 +1,412 @@
+"""Table state and roll history, stored in SQLite.
+
+Rolls are resolved with :func:`pi_table.rules.resolve_dice` under the table's system;
+their :class:`pi_table.rules.TableEffects` (tension tokens, GM omens, momentum) are added
+to the table's tokens (seed 000 "Cutting Disastrous Outcomes", seed 001 omens, seed 004
+momentum). GM changes are logged so that ``undo`` restores the state before the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from pi_table import rules
+from pi_table.vision.dice import Die, Reading, face_value
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS rolls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    t REAL NOT NULL,
+    system TEXT NOT NULL,
+    params TEXT NOT NULL,
+    reading TEXT NOT NULL,
+    outcome TEXT NOT NULL,
+    result TEXT NOT NULL,
+    image TEXT
+);
+CREATE TABLE IF NOT EXISTS changes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    t REAL NOT NULL,
+    what TEXT NOT NULL,
+    before TEXT NOT NULL
+);
+"""
+
+#: Outcome of a roll that cannot be resolved until the GM fixes a die or the dice are re-rolled.
+REROLL = "reroll"
+#: Outcome of a roll whose dice do not fit the system (wrong kinds or count).
+INVALID = "invalid"
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """The table's counters.
+
+    Attributes:
+        tension: the GM's tension tokens (seed 000), never below 0.
+        gm_omens: the GM's omens for this scene (seed 001), reset by a new scene.
+        momentum: the roller's momentum (seed 004), never below 0.
+    """
+
+    tension: int = 0
+    gm_omens: int = 0
+    momentum: int = 0
+
+    def to_json(self) -> dict:
+        return {"tension": self.tension, "gm_omens": self.gm_omens, "momentum": self.momentum}
+
+
+@dataclass(frozen=True)
+class Roll:
+    """One recorded roll: what was read, and what it means under the system in force.
+
+    Attributes:
+        id: database id (1, 2, ...); None while the roll waits in memory to be written
+            (database locked, disk full).
+        t: unix time, seconds.
+        system, params: the system and parameters it was resolved under.
+        reading: the dice as read (boxes in pixels of ``image``).
+        outcome: the outcome band id, or ``reroll`` / ``invalid``.
+        result: the resolution's JSON (``Resolution.to_json()``), or ``{}``.
+        why: short sentences explaining the outcome.
+        image: path of the stored photo, or None.
+    """
+
+    id: int | None
+    t: float
+    system: str
+    params: dict
+    reading: Reading
+    outcome: str
+    result: dict
+    why: tuple[str, ...]
+    image: str | None = None
+
+    def to_json(self) -> dict:
+        """The roll as served by the HTTP API: dice as in ``read --json`` plus ``outcome``."""
+        return {
+            "id": self.id,
+            "time": self.t,
+            "system": self.system,
+            "params": self.params,
+            "source": self.reading.image,
+            "width": self.reading.width,
+            "height": self.reading.height,
+            "ms": round(self.reading.ms, 2),
+            "dice": [d.to_json() for d in self.reading.dice],
+            "outcome": self.outcome,
+            "result": self.result,
+            "why": list(self.why),
+            "image_url": f"/api/rolls/{self.id}/image" if self.image and self.id is not None else None,
+            "saved": self.id is not None,
+        }
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What ``GET /api/state`` serves: system, params, tokens and the newest roll."""
+
+    system: str
+    params: dict
+    tokens: Tokens
+    last_roll: Roll | None = None
+    notices: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict:
+        return {
+            "system": self.system,
+            "params": self.params,
+            "tokens": self.tokens.to_json(),
+            "last_roll": self.last_roll.to_json() if self.last_roll else None,
+            "notices": list(self.notices),
+        }
+
+
+def _reading_to_json(reading: Reading) -> str:
+    return json.dumps(reading.to_json())
+
+
+def _reading_from_json(text: str) -> Reading:
+    data = json.loads(text)
+    return Reading(
+        image=data["image"], width=data["width"], height=data["height"], ms=data["ms"],
+        dice=tuple(Die.from_json(d) for d in data["dice"]),
+    )
+
+
+def resolve_reading(system: str, params: dict, reading: Reading) -> tuple[str, dict, tuple[str, ...], "rules.TableEffects"]:
+    """Resolve read dice under a system.
+
+    Returns ``(outcome, result_json, why, effects)``. Dice that are not ``ok`` make the
+    outcome ``reroll`` (RULES.md: a cocked or unreadable die is never guessed); dice that
+    do not fit the system make it ``invalid``. Neither changes any token.
+    """
+    no_effects = rules.TableEffects()
+    bad = [i for i, d in enumerate(reading.dice) if d.status != "ok"]
+    if bad:
+        words = ", ".join(f"die {i + 1} {reading.dice[i].status}" for i in bad)
+        return REROLL, {}, (f"{words}: re-roll it or enter its face on the GM page",), no_effects
+    try:
+        resolution = rules.resolve_dice(system, [(d.kind, d.value) for d in reading.dice], params)
+    except ValueError as exc:
+        return INVALID, {}, (str(exc),), no_effects
+    return resolution.outcome, resolution.to_json(), tuple(resolution.why), resolution.effects
+
+
+class Table:
+    """The table's state, backed by an SQLite file (created with owner-only permissions).
+
+    Args:
+        path: database file; its folder is created. ``":memory:"`` for tests.
+        system, params: used only when the database is new.
+        timeout_s: how long a write waits for a lock before the roll is kept in memory.
+
+    A roll that cannot be written (database locked, disk full) is kept in memory, in
+    order, and written by the next :meth:`record` or :meth:`flush` that can; ``pending``
+    says how many wait.
+
+    Raises:
+        ValueError: unknown system or bad parameters.
+        sqlite3.Error: the file is not a database.
+    """
+
+    def __init__(self, path: str | Path, system: str = "charge", params: dict | None = None, timeout_s: float = 5.0):
+        self.path = str(path)
+        if self.path != ":memory:":
+            p = Path(self.path)
+            p.parent.mkdir(parents=True, exist_ok=True)
+            if not p.exists():
+                p.touch(mode=0o600)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=timeout_s)
+        self._pending: list[Roll] = []
+        self.last_error: str | None = None
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(SCHEMA)
+        if self._get("system") is None:
+            self._write_settings(system, rules.validate_params(system, params or {}), Tokens())
+        self._system_cache = (self.system, self.params)
+
+    # -- settings -------------------------------------------------------------------------
+    def _get(self, key: str) -> Any:
+        row = self._db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def _write_settings(self, system: str, params: dict, tokens: Tokens) -> None:
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            for key, value in (("system", system), ("params", params), ("tokens", tokens.to_json())):
+                self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(value)))
+
+    @property
+    def system(self) -> str:
+        return self._get("system")
+
+    @property
+    def params(self) -> dict:
+        return self._get("params")
+
+    @property
+    def tokens(self) -> Tokens:
+        return Tokens(**self._get("tokens"))
+
+    def state(self, notices: tuple[str, ...] = ()) -> TableState:
+        """The current :class:`TableState`."""
+        with self._lock:
+            rolls = self._pending[-1:] or self.rolls(limit=1)
+            if self._pending:
+                notices = (*notices, f"{len(self._pending)} roll(s) not saved yet ({self.last_error}); kept in memory")
+            system, params = self._cached_system()
+            return TableState(system, params, self.tokens, rolls[0] if rolls else None, notices)
+
+    # -- rolls ----------------------------------------------------------------------------
+    def _row_to_roll(self, row: tuple) -> Roll:
+        rid, t, system, params, reading, outcome, result, image = row
+        result = json.loads(result)
+        return Roll(rid, t, system, json.loads(params), _reading_from_json(reading), outcome,
+                    result.get("result", {}), tuple(result.get("why", ())), image)
+
+    def rolls(self, limit: int = 50) -> list[Roll]:
+        """Newest first. Raises ValueError for a limit outside 1..1000."""
+        if not 1 <= int(limit) <= 1000:
+            raise ValueError(f"limit must be in 1..1000, got {limit!r}")
+        with self._lock:
+            rows = self._db.execute("SELECT * FROM rolls ORDER BY id DESC LIMIT ?", (int(limit),)).fetchall()
+        return [self._row_to_roll(r) for r in rows]
+
+    def roll(self, roll_id: int) -> Roll:
+        """One roll by id. Raises KeyError if there is none."""
+        with self._lock:
+            row = self._db.execute("SELECT * FROM rolls WHERE id=?", (int(roll_id),)).fetchone()
+        if row is None:
+            raise KeyError(f"no roll {roll_id}")
+        return self._row_to_roll(row)
+
+    def _apply(self, tokens: Tokens, effects: "rules.TableEffects", sign: int = 1) -> Tokens:
+        return Tokens(
+            tension=max(0, tokens.tension + sign * effects.tension_tokens),
+            gm_omens=max(0, tokens.gm_omens + sign * effects.gm_omens),
+            momentum=max(0, tokens.momentum + sign * effects.momentum),
+        )
+
+    def record(self, reading: Reading, image: str | None = None, t: float | None = None) -> Roll:
+        """Resolve a reading under the current system, add its effects to the tokens, store it.
+
+        Never loses the roll: if the database cannot be written, the roll is kept in memory
+        (returned with ``id=None``) and written later by :meth:`flush`.
+        """
+        with self._lock:
+            t = time.time() if t is None else t
+            if self.flush():
+                try:
+                    return self._insert(reading, image, t)
+                except sqlite3.OperationalError as exc:
+                    self.last_error = str(exc)
+            system, params = self._cached_system()
+            outcome, result, why, _ = resolve_reading(system, params, reading)
+            roll = Roll(None, t, system, params, reading, outcome, result, why, image)
+            self._pending.append(roll)
+            return roll
+
+    def _cached_system(self) -> tuple[str, dict]:
+        try:
+            self._system_cache = (self.system, self.params)
+        except sqlite3.OperationalError:
+            pass
+        return self._system_cache
+
+    @property
+    def pending(self) -> int:
+        """Rolls kept in memory, waiting to be written."""
+        return len(self._pending)
+
+    def flush(self) -> bool:
+        """Write rolls kept in memory, oldest first. True when none is left waiting."""
+        with self._lock:
+            while self._pending:
+                roll = self._pending[0]
+                try:
+                    self._insert(roll.reading, roll.image, roll.t)
+                except sqlite3.OperationalError as exc:
+                    self.last_error = str(exc)
+                    return False
+                self._pending.pop(0)
+            self.last_error = None
+            return True
+
+    def _insert(self, reading: Reading, image: str | None, t: float) -> Roll:
+        system, params = self.system, self.params
+        self._system_cache = (system, params)
+        outcome, result, why, effects = resolve_reading(system, params, reading)
+        tokens = self._apply(self.tokens, effects)
+        payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__})
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            cur = self._db.execute(
+                "INSERT INTO rolls (t, system, params, reading, outcome, result, image) VALUES (?,?,?,?,?,?,?)",
+                (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
+            )
+            self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
+        return Roll(cur.lastrowid, t, system, params, reading, outcome, result, why, image)
+
+    # -- GM changes (each one undoable) ---------------------------------------------------
+    def _log_change(self, what: str, extra: dict | None = None) -> None:
+        before = {"system": self.system, "params": self.params, "tokens": self.tokens.to_json(), **(extra or {})}
+        self._db.execute("INSERT INTO changes (t, what, before) VALUES (?,?,?)", (time.time(), what, json.dumps(before)))
+
+    def set_system(self, system: str, params: dict | None = None) -> TableState:
+        """Choose the system and parameters for the next rolls. ValueError on bad input."""
+        params = rules.validate_params(system, params or {})
+        with self._lock, self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._log_change("system")
+            for key, value in (("system", system), ("params", params)):
+                self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(value)))
+        return self.state()
+
+    def _set_tokens(self, what: str, tokens: Tokens) -> TableState:
+        with self._lock, self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._log_change(what)
+            self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
+        return self.state()
+
+    def add_tension(self, delta: int) -> TableState:
+        """Give (delta > 0) or spend (delta < 0) tension tokens; never below 0.
+
+        Raises:
+            ValueError: delta is not an integer in -100..100, or spending more than the GM has.
+        """
+        if isinstance(delta, bool) or not isinstance(delta, int) or not -100 <= delta <= 100:
+            raise ValueError(f"delta must be an integer in -100..100, got {delta!r}")
+        with self._lock:
+            tokens = self.tokens
+            if tokens.tension + delta < 0:
+                raise ValueError(f"cannot spend {-delta} tension tokens: the GM has {tokens.tension}")
+            return self._set_tokens("tension", replace(tokens, tension=tokens.tension + delta))
+
+    def new_scene(self) -> TableState:
+        """A new scene: the GM's omens reset to 0 (seed 001, Omens)."""
+        with self._lock:
+            return self._set_tokens("scene", replace(self.tokens, gm_omens=0))
+
+    def correct_die(self, roll_id: int, index: int, face: str) -> Roll:
+        """The GM enters a die's face by hand; the roll is resolved again and tokens adjusted.
+
+        Raises:
+            KeyError: no such roll. ValueError: index out of range or a face not on that die.
+        """
+        with self._lock:
+            roll = self.roll(roll_id)
+            if not 0 <= index < len(roll.reading.dice):
+                raise ValueError(f"die index {index} out of range (roll {roll_id} has {len(roll.reading.dice)} dice)")
+            old = roll.reading.dice[index]
+            value = face_value(old.kind, str(face))
+            dice = list(roll.reading.dice)
+            dice[index] = replace(old, face=str(face), value=value, confidence=1.0, status="ok")
+            reading = replace(roll.reading, dice=tuple(dice))
+            _, _, _, old_effects = resolve_reading(roll.system, roll.params, roll.reading)
+            outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)
+            tokens = self._apply(self._apply(self.tokens, old_effects, -1), effects)
+            payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__})
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._log_change("correct", {"roll": roll_id, "reading": roll.reading.to_json()})
+                self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
+                                 (_reading_to_json(reading), outcome, payload, roll_id))
+                self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
+            return self.roll(roll_id)
+
+    def undo(self) -> bool:
+        """Undo the last GM change (system, tokens, scene, correction). False if none is left."""
+        with self._lock:
+            row = self._db.execute("SELECT id, what, before FROM changes ORDER BY id DESC LIMIT 1").fetchone()
+            if row is None:
+                return False
+            cid, what, before = row[0], row[1], json.loads(row[2])
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                for key in ("system", "params", "tokens"):
+                    self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(before[key])))
+                if what == "correct":
+                    reading = Reading(**{**before["reading"], "dice": ()})
+                    reading = replace(reading, dice=tuple(Die.from_json(d) for d in before["reading"]["dice"]))
+                    roll = self.roll(before["roll"])
+                    outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)
+                    payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__})
+                    self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
+                                     (_reading_to_json(reading), outcome, payload, before["roll"]))
+                self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
+            return True
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

@@ -1,0 +1,117 @@
+"""Typed values that leave the vision stage: one read die, one read image.
+
+Conventions follow ../shared/INTERFACES.md (`read --json`) and RULES.md
+("Dice faces as read by the camera").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+#: Die kinds the kit knows, in the order of INTERFACES.md.
+KINDS: tuple[str, ...] = ("d4", "d6", "d8", "d10", "d10-tens", "d12", "d20")
+
+#: Reader statuses. A die that is not ``ok`` is still reported, never guessed.
+STATUSES: tuple[str, ...] = ("ok", "cocked", "unreadable")
+
+
+def face_value(kind: str, face: str) -> int:
+    """Integer value of a printed face by the kit's default convention.
+
+    d10 "0" -> 10, d10-tens "00" -> 0, "70" -> 70; every other face is its number.
+
+    Raises:
+        ValueError: unknown kind, or a face that is not printed on that kind of die.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown die kind {kind!r} (expected one of {', '.join(KINDS)})")
+    try:
+        number = int(face)
+    except (TypeError, ValueError):
+        raise ValueError(f"face {face!r} is not a number") from None
+    if kind == "d10-tens":
+        if number % 10 or not 0 <= number <= 90:
+            raise ValueError(f"face {face!r} is not on a d10-tens (00..90)")
+        return number
+    sides = int(kind[1:])
+    if kind == "d10":
+        if number == 0:
+            return 10
+        if 1 <= number <= 10:
+            return number
+        raise ValueError(f"face {face!r} is not on a d10 (0..9 or 1..10)")
+    if not 1 <= number <= sides:
+        raise ValueError(f"face {face!r} is not on a {kind} (1..{sides})")
+    return number
+
+
+@dataclass(frozen=True)
+class Die:
+    """One die found in an image.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        face: the printed face as read ("4", "0", "70"); "" when unreadable.
+        value: integer value by :func:`face_value`; 0 when unreadable.
+        box: (x0, y0, x1, y1) in pixels of the input image, x right, y down.
+        confidence: 0..1, calibrated probability that ``face`` is right.
+        status: one of :data:`STATUSES`.
+    """
+
+    kind: str
+    face: str
+    value: int
+    box: tuple[float, float, float, float]
+    confidence: float
+    status: str = "ok"
+
+    def to_json(self) -> dict:
+        """The ``dice`` entry of INTERFACES.md ``read --json``."""
+        return {
+            "kind": self.kind,
+            "face": self.face,
+            "value": self.value,
+            "box": [round(float(v), 1) for v in self.box],
+            "confidence": round(float(self.confidence), 4),
+            "status": self.status,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Die":
+        """Inverse of :meth:`to_json`. Raises KeyError/ValueError on a malformed entry."""
+        return cls(
+            kind=str(data["kind"]),
+            face=str(data["face"]),
+            value=int(data["value"]),
+            box=tuple(float(v) for v in data["box"]),  # type: ignore[arg-type]
+            confidence=float(data["confidence"]),
+            status=str(data.get("status", "ok")),
+        )
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Everything read from one image.
+
+    Attributes:
+        image: the image's name or path, as given.
+        width, height: image size in pixels.
+        ms: milliseconds spent reading it (model loading excluded).
+        dice: the dice found, in reading order (top to bottom, left to right).
+    """
+
+    image: str
+    width: int
+    height: int
+    ms: float
+    dice: tuple[Die, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict:
+        """One line of INTERFACES.md ``read --json``."""
+        return {
+            "image": self.image,
+            "width": self.width,
+            "height": self.height,
+            "ms": round(self.ms, 2),
+            "dice": [d.to_json() for d in self.dice],
+        }

@@ -1,0 +1,96 @@
+"""The pages in headless Chromium (Debian's chromium, driven by Playwright).
+
+Skips with a reason where /usr/bin/chromium or playwright is missing; ``.ci/run`` installs both.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pi_table.capture import Frame, SettledRoll
+from pi_table.outputs.web import make_server
+from pi_table.service import Service, Settings
+from tests.conftest import REPO, FakeReader, d6_reading
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+SHOTS = REPO / "build" / "screenshots"
+
+
+@pytest.fixture
+def served(tmp_path, mock_pins):
+    if CHROMIUM is None:
+        pytest.skip("chromium is not installed (apt install chromium)")
+    pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the test extra)")
+    service = Service(Settings(state_dir=tmp_path, pin="8642"), reader=FakeReader(d6_reading(6, 6, 2), d6_reading(3)))
+    server = make_server(service, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    yield service, f"http://127.0.0.1:{server.effective_port}"
+    service.stop()
+    server.close()
+    service.close()
+
+
+@pytest.fixture
+def page(served):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 390, "height": 844}, device_scale_factor=2)  # a small phone
+        yield page
+        browser.close()
+
+
+def roll_now(service: Service) -> None:
+    image = np.full((480, 640, 3), 128, np.uint8)
+    service.handle(SettledRoll(Frame(image=image, t=0.0, index=0, name="tray.jpg", settled=True), 1.0, 0.1))
+
+
+def test_viewer_shows_a_roll_live_without_reloading(served, page):
+    service, base = served
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    assert "Waiting for the first roll" in page.inner_text("#outcome")
+    page.evaluate("window.__marker = 'same page'")
+    roll_now(service)
+    page.wait_for_function("document.getElementById('outcome').textContent === 'critical'", timeout=10_000)
+    assert page.evaluate("window.__marker") == "same page"  # no reload happened
+    assert page.locator("#dice .die").count() == 3
+    assert "momentum 3" in page.inner_text("#tokens")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "viewer.png"), full_page=True)
+    assert (SHOTS / "viewer.png").stat().st_size > 10_000
+
+
+def test_gm_control_changes_the_leds(served, page):
+    service, base = served
+    page.goto(base + "/gm")
+    page.fill("#pin", "0000")
+    page.click("#login button")
+    page.wait_for_selector("#login-msg:has-text('wrong PIN')", timeout=10_000)
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    assert service.panel.lit()["tension"] == 0
+    page.click("#give")
+    page.click("#give")
+    page.wait_for_function("document.getElementById('tension').textContent === '2'", timeout=10_000)
+    assert service.panel.lit()["tension"] == 2
+    assert mock_pin_lit(service, 17) and mock_pin_lit(service, 27) and not mock_pin_lit(service, 22)
+    page.click("#spend")
+    page.wait_for_function("document.getElementById('tension').textContent === '1'", timeout=10_000)
+    assert service.panel.lit()["tension"] == 1
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "gm.png"), full_page=True)
+
+
+def mock_pin_lit(service: Service, pin: int) -> bool:
+    return bool(service.panel.factory.pin(pin).state)

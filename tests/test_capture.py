@@ -1,0 +1,155 @@
+"""Capture stage: sources and roll settling."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from pi_table.capture import Frame, RollSettler, open_source
+from pi_table.capture.sources import DEMO_DIR, FolderSource
+
+
+def tray(dice: list[tuple[int, int]], size: int = 320) -> np.ndarray:
+    """A grey tray with white squares (dice) at the given centres."""
+    image = np.full((size, size, 3), 120, np.uint8)
+    for x, y in dice:
+        cv2.rectangle(image, (x - 12, y - 12), (x + 12, y + 12), (240, 240, 240), -1)
+        cv2.circle(image, (x, y), 3, (20, 20, 20), -1)
+    return image
+
+
+def feed(settler: RollSettler, images: list[np.ndarray], fps: float = 10.0):
+    rolls = []
+    for i, image in enumerate(images):
+        r = settler.push(Frame(image=image, t=i / fps, index=i, name=f"f{i}"))
+        if r is not None:
+            rolls.append((i, r))
+    return rolls
+
+
+def test_one_roll_per_throw_and_none_while_moving():
+    before, after = tray([(60, 60), (200, 90)]), tray([(100, 220), (250, 250), (150, 150)])
+    moving = [tray([(60 + 15 * k, 60 + 12 * k), (200 - 10 * k, 90 + 14 * k)]) for k in range(10)]
+    frames = [before] * 10 + moving + [after] * 20
+    rolls = feed(RollSettler(settle_s=0.8), frames)
+    assert len(rolls) == 1
+    index, roll = rolls[0]
+    assert index >= 10 + len(moving) + 8  # only after 0.8 s of stillness
+    assert np.array_equal(roll.frame.image, after)
+    assert roll.change > 0
+
+
+def test_motion_that_leaves_the_tray_as_it_was_is_no_roll():
+    still = tray([(60, 60)])
+    hand = still.copy()
+    cv2.rectangle(hand, (100, 100), (220, 220), (90, 130, 200), -1)
+    rolls = feed(RollSettler(settle_s=0.5), [still] * 10 + [hand] * 3 + [still] * 15)
+    assert rolls == []
+
+
+def test_a_hand_resting_in_the_tray_is_never_read():
+    still = tray([(60, 60)])
+    hand = still.copy()
+    cv2.rectangle(hand, (0, 80), (320, 320), (90, 130, 200), -1)  # covers most of the tray
+    shaking = [tray([(60 + 5 * k, 60)]) for k in range(5)]
+    rolls = feed(RollSettler(settle_s=0.5), [still] * 5 + shaking + [hand] * 30)
+    assert rolls == []
+
+
+def test_settled_sources_skip_settling():
+    image = tray([(60, 60)])
+    roll = RollSettler().push(Frame(image=image, t=0.0, index=0, name="x", settled=True))
+    assert roll is not None and roll.frame.name == "x"
+
+
+def test_settler_rejects_bad_frames_and_settings():
+    with pytest.raises(ValueError, match="motion_threshold"):
+        RollSettler(motion_threshold=2)
+    with pytest.raises(ValueError, match="HxWx3"):
+        RollSettler().push(Frame(image=np.zeros((10, 10), np.uint8), t=0, index=0, name="g"))
+
+
+def test_demo_source_replays_bundled_photos():
+    source = open_source("demo", interval_s=0)
+    assert source.settled and source.spec == "demo"
+    frames = []
+    for frame in source:
+        frames.append(frame)
+        if len(frames) == len(source.paths) + 1:
+            break
+    source.close()
+    assert frames[0].image.ndim == 3 and frames[0].image.dtype == np.uint8
+    assert frames[-1].name == frames[0].name  # demo loops
+    assert (DEMO_DIR / "LICENSE").is_file()
+
+
+def test_folder_source_and_bad_specs(tmp_path):
+    cv2.imwrite(str(tmp_path / "a.png"), tray([(50, 50)]))
+    (tmp_path / "notes.txt").write_text("not an image")
+    frames = list(FolderSource(tmp_path))
+    assert [f.name.endswith("a.png") for f in frames] == [True]
+    with pytest.raises(FileNotFoundError, match="no such folder"):
+        open_source(f"folder:{tmp_path / 'missing'}")
+    with pytest.raises(ValueError, match="unknown source 'floppy:1'"):
+        open_source("floppy:1")
+    with pytest.raises(ValueError, match="webcam:N"):
+        open_source("webcam:x")
+    with pytest.raises(FileNotFoundError, match="no such video"):
+        open_source(f"video:{tmp_path / 'none.avi'}")
+    with pytest.raises(ValueError, match="picamera2"):
+        open_source("picamera")
+
+
+def test_video_source_times_frames_by_the_file(tmp_path):
+    path = tmp_path / "roll.avi"
+    writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (320, 320))
+    for k in range(5):
+        writer.write(tray([(60 + k, 60)]))
+    writer.release()
+    frames = list(open_source(f"video:{path}"))
+    assert len(frames) == 5
+    assert frames[3].t == pytest.approx(0.3)
+
+
+def test_picamera_source_watches_lores_and_reads_main(monkeypatch):
+    """picamera2 is imported lazily; a stand-in module plays the camera here."""
+    import sys
+    import types
+
+    class FakePicamera2:
+        def __init__(self):
+            self.started = False
+
+        @staticmethod
+        def global_camera_info():
+            return [{"Model": "imx708"}]
+
+        def create_video_configuration(self, main, lores):
+            return {"main": main, "lores": lores}
+
+        def configure(self, config):
+            self.config = config
+
+        def start(self):
+            self.started = True
+
+        def capture_array(self, stream):
+            w, h = self.config[stream]["size"]
+            if stream == "lores":
+                return np.full((h * 3 // 2, w), 100, np.uint8)  # YUV420 planar
+            return np.full((h, w, 3), 50, np.uint8)
+
+        def stop(self):
+            self.started = False
+
+        def close(self):
+            pass
+
+    monkeypatch.setitem(sys.modules, "picamera2", types.SimpleNamespace(Picamera2=FakePicamera2))
+    source = open_source(None)  # no --source: the Pi camera where present
+    assert source.spec == "picamera"
+    frame = next(iter(source))
+    assert frame.image.shape == (240, 320, 3)
+    assert frame.image_to_read().shape == (960, 1280, 3)
+    source.close()

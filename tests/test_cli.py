@@ -1,0 +1,52 @@
+"""Command-line errors: one line on stderr, exit status 2, no traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from pi_table.cli import main
+from tests.conftest import REPO
+
+
+def run_cli(*args: str, tmp_path=None) -> subprocess.CompletedProcess:
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "GPIOZERO_PIN_FACTORY": "mock"}
+    if tmp_path is not None:
+        env["XDG_STATE_HOME"] = str(tmp_path)
+    return subprocess.run([sys.executable, "-m", "pi_table", *args], capture_output=True, text=True, env=env, timeout=60)
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (("serve", "--source", "floppy:1"), "floppy:1"),
+        (("serve", "--source", "folder:/no/such/dir"), "/no/such/dir"),
+        (("serve", "--port", "70000"), "70000"),
+        (("serve", "--port", "eighty"), "eighty"),
+        (("serve", "--config", "/no/such.toml"), "/no/such.toml"),
+        (("frobnicate",), "frobnicate"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path):
+    result = run_cli(*args, tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in result.stderr
+
+
+def test_bad_config_key(tmp_path):
+    config = tmp_path / "pi-table.toml"
+    config.write_text('port = 8081\ncolour = "red"\n')
+    result = run_cli("serve", "--config", str(config), tmp_path=tmp_path)
+    assert result.returncode == 2 and "'colour'" in result.stderr
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    for command in ("serve", "read", "eval", "resolve", "odds", "bench"):
+        assert command in out

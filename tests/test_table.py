@@ -1,0 +1,82 @@
+"""Table stage: rolls resolved under the system, tokens, undo, and durability."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from pi_table.table import Table
+from tests.conftest import d6_reading
+
+
+def test_roll_is_resolved_and_recorded(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    roll = table.record(d6_reading(6, 6, 3))
+    assert roll.outcome == "critical"
+    assert roll.result["system"] == "charge" and roll.why
+    assert table.tokens.momentum == 3  # seed 004: a critical that spent no momentum gains 3
+    assert table.state().last_roll.id == roll.id
+    assert table.rolls(10)[0].reading.dice[0].face == "6"
+
+
+def test_unreadable_die_asks_for_a_reroll_and_changes_nothing(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    roll = table.record(d6_reading(4, status="unreadable"))
+    assert roll.outcome == "reroll" and "re-roll" in roll.why[0]
+    assert table.tokens.momentum == 0
+
+
+def test_dice_that_do_not_fit_the_system_are_invalid_not_a_crash(tmp_path):
+    table = Table(tmp_path / "t.db", "contract")  # d10 system, d6 read
+    roll = table.record(d6_reading(4, 5))
+    assert roll.outcome == "invalid" and roll.why
+
+
+def test_gm_changes_and_undo(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    table.add_tension(3)
+    table.add_tension(-1)
+    assert table.tokens.tension == 2
+    with pytest.raises(ValueError, match="cannot spend 5"):
+        table.add_tension(-5)
+    with pytest.raises(ValueError, match="delta"):
+        table.add_tension("2")  # type: ignore[arg-type]
+    table.set_system("contract", {"difficulty": 7})
+    assert table.system == "contract" and table.params["difficulty"] == 7
+    with pytest.raises(ValueError):
+        table.set_system("monopoly")
+    assert table.system == "contract"
+    assert table.undo() and table.system == "charge"
+    assert table.undo() and table.tokens.tension == 3
+    assert table.undo() and table.tokens.tension == 0
+    assert not table.undo()
+
+
+def test_correcting_a_die_re_resolves_and_adjusts_tokens(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    roll = table.record(d6_reading(6, 6, 3))
+    assert table.tokens.momentum == 3
+    fixed = table.correct_die(roll.id, 1, "2")
+    assert fixed.outcome == "full" and table.tokens.momentum == 2
+    with pytest.raises(ValueError, match="face '9'"):
+        table.correct_die(roll.id, 0, "9")
+    with pytest.raises(ValueError, match="index 7"):
+        table.correct_die(roll.id, 7, "2")
+    with pytest.raises(KeyError):
+        table.correct_die(999, 0, "2")
+    assert table.undo()
+    assert table.roll(roll.id).outcome == "critical"
+
+
+def test_state_survives_a_reopen_and_files_are_private(tmp_path):
+    path = tmp_path / "state" / "t.db"
+    table = Table(path, "charge")
+    table.record(d6_reading(5))
+    table.add_tension(2)
+    del table  # no close(): as after a kill
+    again = Table(path, "contract")  # the stored system wins over the default
+    assert again.system == "charge" and again.tokens.tension == 2
+    assert again.state().last_roll.outcome == "partial"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600

@@ -1,0 +1,146 @@
+"""The HTTP API of INTERFACES.md and the pages, through Flask's test client."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pi_table.capture import Frame, SettledRoll
+from pi_table.service import Service, Settings
+from pi_table.outputs.web import create_app
+from tests.conftest import FakeReader, d6_reading
+
+PIN = "2468"
+AUTH = {"Authorization": f"Bearer {PIN}"}
+
+
+@pytest.fixture
+def service(tmp_path, mock_pins):
+    svc = Service(Settings(state_dir=tmp_path, pin=PIN, system="charge"), reader=FakeReader(d6_reading(6, 4, 2), d6_reading(3, 1)))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def client(service):
+    return create_app(service).test_client()
+
+
+def settled(name: str = "roll.jpg") -> SettledRoll:
+    image = np.full((64, 64, 3), 128, np.uint8)
+    return SettledRoll(Frame(image=image, t=0.0, index=0, name=name, settled=True), 0.0, 1.0)
+
+
+def sse_events(chunks, count: int) -> list[tuple[str, dict]]:
+    """Read ``count`` events from a text/event-stream body."""
+    events, buffer = [], ""
+    for chunk in chunks:
+        buffer += chunk.decode() if isinstance(chunk, bytes) else chunk
+        while "\n\n" in buffer:
+            block, buffer = buffer.split("\n\n", 1)
+            lines = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line and not line.startswith(":"))
+            if "event" in lines:
+                events.append((lines["event"], json.loads(lines["data"])))
+                if len(events) == count:
+                    return events
+    return events
+
+
+def test_state_shape(client):
+    state = client.get("/api/state").get_json()
+    assert set(state) >= {"system", "params", "tokens", "last_roll"}
+    assert state["system"] == "charge" and state["last_roll"] is None and state["tokens"]["tension"] == 0
+
+
+def test_pages_are_served_without_cdn(client):
+    for path in ("/", "/gm", "/static/app.js", "/static/gm.js", "/static/style.css"):
+        resp = client.get(path)
+        assert resp.status_code == 200, path
+        assert b"https://" not in resp.data and b"http://" not in resp.data, path
+
+
+def test_events_deliver_the_next_roll(client, service):
+    resp = client.get("/api/events", buffered=False)
+    assert resp.mimetype == "text/event-stream"
+    chunks = iter(resp.response)
+    (name, first), = sse_events(chunks, 1)
+    assert name == "state" and first["last_roll"] is None
+    service.handle(settled())
+    events = sse_events(chunks, 2)
+    assert [e[0] for e in events] == ["roll", "state"]
+    roll = events[0][1]
+    assert roll["outcome"] == "full" and [d["face"] for d in roll["dice"]] == ["6", "4", "2"]
+    assert events[1][1]["last_roll"]["id"] == roll["id"]
+    resp.close()
+
+
+def test_changes_need_the_pin(client, service):
+    assert client.post("/api/tokens/tension", json={"delta": 1}).status_code == 401
+    assert client.post("/api/tokens/tension", json={"delta": 1}, headers={"Authorization": "Bearer 0000"}).status_code == 401
+    assert client.put("/api/system", json={"system": "contract"}).status_code == 401
+    assert client.post("/api/scene").status_code == 401
+    assert client.post("/api/undo").status_code == 401
+    state = client.get("/api/state").get_json()
+    assert state["tokens"]["tension"] == 0 and state["system"] == "charge"
+    resp = client.post("/api/tokens/tension", json={"delta": 2}, headers=AUTH)
+    assert resp.status_code == 200 and resp.get_json()["tokens"]["tension"] == 2
+    assert service.panel.lit()["tension"] == 2
+
+
+def test_wrong_pins_lock_out(client):
+    for _ in range(5):
+        assert client.post("/api/scene", headers={"Authorization": "Bearer 9999"}).status_code == 401
+    assert client.post("/api/scene", headers=AUTH).status_code == 429
+
+
+def test_bad_values_are_400_naming_the_value(client):
+    resp = client.put("/api/system", json={"system": "monopoly"}, headers=AUTH)
+    assert resp.status_code == 400 and "monopoly" in resp.get_json()["error"]
+    resp = client.post("/api/tokens/tension", json={"delta": "lots"}, headers=AUTH)
+    assert resp.status_code == 400 and "lots" in resp.get_json()["error"]
+    resp = client.post("/api/tokens/tension", data="not json", headers=AUTH)
+    assert resp.status_code == 400
+    resp = client.get("/api/rolls?limit=abc")
+    assert resp.status_code == 400 and "abc" in resp.get_json()["error"]
+    assert client.get("/api/rolls/42").status_code == 404
+
+
+def test_gm_session_with_csrf(client):
+    assert client.post("/gm/login", json={"pin": "1111"}).status_code == 401
+    resp = client.post("/gm/login", json={"pin": PIN})
+    csrf = resp.get_json()["csrf"]
+    assert "HttpOnly" in resp.headers["Set-Cookie"] and "SameSite=Strict" in resp.headers["Set-Cookie"]
+    assert client.post("/api/tokens/tension", json={"delta": 1}).status_code == 403  # no CSRF token
+    resp = client.post("/api/tokens/tension", json={"delta": 1}, headers={"X-CSRF-Token": csrf})
+    assert resp.status_code == 200
+
+
+def test_correct_a_die_and_undo(client, service):
+    service.handle(settled())
+    roll_id = client.get("/api/state").get_json()["last_roll"]["id"]
+    resp = client.put(f"/api/rolls/{roll_id}/dice/0", json={"face": "5"}, headers=AUTH)
+    assert resp.status_code == 200 and resp.get_json()["outcome"] == "partial"
+    resp = client.put(f"/api/rolls/{roll_id}/dice/0", json={"face": "8"}, headers=AUTH)
+    assert resp.status_code == 400 and "'8'" in resp.get_json()["error"]
+    assert client.post("/api/undo", headers=AUTH).get_json()["undone"]
+    assert client.get(f"/api/rolls/{roll_id}").get_json()["outcome"] == "full"
+
+
+def test_roll_photo_is_served_by_id(client, service):
+    service.handle(settled())
+    roll = client.get("/api/rolls?limit=1").get_json()[0]
+    resp = client.get(roll["image_url"])
+    assert resp.status_code == 200 and resp.mimetype == "image/jpeg"
+    assert client.get("/api/rolls/1/../../etc/passwd").status_code == 404
+
+
+def test_stream_cap_gives_503(tmp_path, mock_pins):
+    svc = Service(Settings(state_dir=tmp_path, pin=PIN, max_viewers=1), reader=FakeReader(d6_reading(1)))
+    client = create_app(svc).test_client()
+    first = client.get("/api/events", buffered=False)
+    second = client.get("/api/events")
+    assert second.status_code == 503 and second.headers["Retry-After"]
+    first.close()
+    svc.close()
