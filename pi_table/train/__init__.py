@@ -1,0 +1,1 @@
+"""Training code (optional extra `train`)."""

@@ -1,0 +1,247 @@
+"""Train the reader's models from labelled photos (and renders): ``python3 -m pi_table.train``.
+
+    python3 -m pi_table.train --data ../shared/data/real --out models/ --seed 0
+    python3 -m pi_table.train --data ../shared/data/real --renders renders/train --out models/ --seed 0
+    python3 -m pi_table.train --data ../shared/data/real --out /tmp/m --smoke     # a minute: checks the code
+
+Writes ``detector.onnx``, ``classifier.onnx``, ``reader.json`` (settings the runtime reads),
+``splits.json`` (which images were train / calib / valid, per data folder) and
+``train-log.json`` into ``--out``. CPU only, deterministic for a given seed and thread count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python3 -m pi_table.train", description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, action="append", required=True, help="labelled real photos (YOLO folders); repeatable")
+    p.add_argument("--renders", type=Path, action="append", default=[], help="rendered folders (pi_table.train.render); repeatable")
+    p.add_argument("--out", type=Path, required=True, help="where to write the models")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-folders", default="", help="comma-separated data folders to train on (default all); "
+                   "for leave-one-folder-out figures")
+    p.add_argument("--det-steps", type=int, default=2500)
+    p.add_argument("--cls-steps", type=int, default=3000)
+    p.add_argument("--det-batch", type=int, default=12)
+    p.add_argument("--cls-batch", type=int, default=64)
+    p.add_argument("--det-input", type=int, default=320, help="detector input long side, pixels")
+    p.add_argument("--det-patch", type=int, default=256, help="detector training patch side, pixels")
+    p.add_argument("--crop-size", type=int, default=40, help="classifier crop side, pixels")
+    p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
+    return p.parse_args(argv)
+
+
+def log(msg: str) -> None:
+    print(time.strftime("%H:%M:%S"), msg, flush=True)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    from pi_table.train import data as D
+    from pi_table.train.nets import ClassifierNet, DetectorNet, export_classifier, export_detector
+    from pi_table.vision.dataset import load_yolo
+    from pi_table.vision.dice import KINDS
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+
+    # ---- data and splits
+    by_folder: dict[str, list] = defaultdict(list)
+    for root in args.data:
+        for im in load_yolo(root):
+            by_folder[im.folder].append(im)
+    splits = {f: D.split_folder(ims, f, args.seed) for f, ims in sorted(by_folder.items())}
+    wanted = [f.strip() for f in args.train_folders.split(",") if f.strip()]
+    for f in wanted:
+        if not any(name == f or name.startswith(f + "/") for name in splits):
+            raise SystemExit(f"error: no data folder {f!r} (have {', '.join(splits)})")
+    trained = [f for f in splits if not wanted or any(f == w or f.startswith(w + "/") for w in wanted)]
+    render_images = []
+    for root in args.renders:
+        render_images += load_yolo(root, folder_name="renders")
+    train_imgs = [im for f in trained for im in splits[f]["train"]]
+    calib_imgs = [im for f in trained for im in splits[f]["calib"]]
+    if args.smoke:
+        train_imgs, calib_imgs, render_images = train_imgs[:6], calib_imgs[:3], render_images[:6]
+        args.det_steps, args.cls_steps, args.det_batch, args.cls_batch = 4, 4, 2, 16
+    (args.out / "splits.json").write_text(json.dumps({
+        "seed": args.seed,
+        "trained_on": trained + (["renders"] if render_images else []),
+        "folders": {f: {k: [im.path.name for im in v] for k, v in s.items()} for f, s in splits.items()},
+    }, indent=1) + "\n")
+    log(f"train {len(train_imgs)} photos + {len(render_images)} renders, calib {len(calib_imgs)}; folders {trained}")
+
+    faces = sorted({(d.kind, d.face) for im in train_imgs + render_images for d in im.dice},
+                   key=lambda kf: (KINDS.index(kf[0]), int(kf[1])))
+    classes = [f"{k}:{f}" for k, f in faces] + ["none"]
+    index = {c: i for i, c in enumerate(classes)}
+
+    cache: dict[Path, np.ndarray] = {}
+
+    def image_of(im) -> np.ndarray:
+        if im.path not in cache:
+            cache[im.path] = D.load_rgb(im.path)
+        return cache[im.path]
+
+    def boxes_of(im) -> np.ndarray:
+        return np.array([d.box for d in im.dice], np.float32).reshape(-1, 4)
+
+    pool = train_imgs + render_images
+    weights = np.array([1.0 if im.folder != "renders" else 0.5 * len(train_imgs) / max(1, len(render_images)) for im in pool])
+    weights /= weights.sum()
+    history: dict = {"classes": classes}
+
+    # ---- detector
+    det = DetectorNet()
+    opt = torch.optim.AdamW(det.parameters(), lr=2e-3, weight_decay=1e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=args.det_steps, pct_start=0.05)
+    det.train()
+    losses = []
+    t0 = time.time()
+    for step in range(args.det_steps):
+        imgs, heats, sizes, offs, masks = [], [], [], [], []
+        for i in rng.choice(len(pool), args.det_batch, p=weights):
+            sample = D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch)
+            h, s, o, m = D.det_targets(sample.boxes, args.det_patch)
+            imgs.append(sample.image[:, :, ::-1].transpose(2, 0, 1))
+            heats.append(h), sizes.append(s), offs.append(o), masks.append(m)
+        x = torch.from_numpy(np.stack(imgs).astype(np.float32) / 255)
+        ht, st, ot, mt = (torch.from_numpy(np.stack(a)) for a in (heats, sizes, offs, masks))
+        heat, size, off = det(x)
+        p = heat.clamp(1e-4, 1 - 1e-4)
+        pos = (ht == 1).float()
+        neg = ((ht < 1) & (ht >= 0)).float()
+        n_pos = pos.sum().clamp(min=1)
+        focal = -((torch.log(p) * (1 - p) ** 2 * pos).sum()
+                  + (torch.log(1 - p) * p**2 * (1 - ht.clamp(min=0)) ** 4 * neg).sum()) / n_pos
+        l_size = (torch.abs(size - st) * mt).sum() / n_pos
+        l_off = (torch.abs(off - ot) * mt).sum() / n_pos
+        loss = focal + 0.1 * l_size + l_off
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if (step + 1) % 100 == 0 or step + 1 == args.det_steps:
+            log(f"detector step {step + 1}/{args.det_steps} loss {np.mean(losses[-100:]):.3f} "
+                f"({(time.time() - t0) / (step + 1):.2f} s/step)")
+    history["detector_loss"] = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
+    det_path = args.out / "detector.onnx"
+    export_detector(det, det_path, args.det_input)
+
+    # ---- classifier
+    dice_pool = [(im, d) for im in pool for d in im.dice]
+    dice_w = np.array([1.0 if im.folder != "renders" else 0.5 * len(train_imgs) / max(1, len(render_images)) for im, _ in dice_pool])
+    dice_w /= dice_w.sum()
+    cls = ClassifierNet(len(classes))
+    opt = torch.optim.AdamW(cls.parameters(), lr=3e-3, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=args.cls_steps, pct_start=0.05)
+    cls.train()
+    losses, t0 = [], time.time()
+    n_neg = max(1, args.cls_batch // 6)
+    for step in range(args.cls_steps):
+        crops, targets = [], []
+        for i in rng.choice(len(dice_pool), args.cls_batch - n_neg, p=dice_w):
+            im, d = dice_pool[i]
+            crops.append(D.photometric(D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin), rng))
+            targets.append(index[f"{d.kind}:{d.face}"])
+        while len(crops) < args.cls_batch:
+            im = pool[int(rng.choice(len(pool), p=weights))]
+            neg = D.negative_crop(image_of(im), boxes_of(im), rng, args.crop_size, args.margin)
+            if neg is not None:
+                crops.append(D.photometric(neg, rng))
+                targets.append(index["none"])
+        x = torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
+        y = torch.tensor(targets)
+        loss = torch.nn.functional.cross_entropy(cls(x), y, label_smoothing=0.02)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if (step + 1) % 100 == 0 or step + 1 == args.cls_steps:
+            log(f"classifier step {step + 1}/{args.cls_steps} loss {np.mean(losses[-100:]):.4f} "
+                f"({(time.time() - t0) / (step + 1):.2f} s/step)")
+    history["classifier_loss"] = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
+    cls_path = args.out / "classifier.onnx"
+    export_classifier(cls, cls_path, args.crop_size)
+
+    # ---- calibration on the calib split, through the runtime reader (detections as at run time)
+    config = {
+        "detector": {"file": "detector.onnx", "input": args.det_input, "threshold": 0.3},
+        "classifier": {"file": "classifier.onnx", "classes": classes, "temperature": 1.0,
+                       "crop_size": args.crop_size, "margin": args.margin},
+        "threshold": 0.9,
+        "none_threshold": 0.5,
+        "seed": args.seed,
+    }
+    (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+    temperature = calibrate(args.out, calib_imgs, classes)
+    config["classifier"]["temperature"] = temperature
+    (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+    history.update(temperature=temperature, seconds=round(time.time() - started, 1), args={k: str(v) for k, v in vars(args).items()})
+    (args.out / "train-log.json").write_text(json.dumps(history, indent=1) + "\n")
+    log(f"done in {time.time() - started:.0f} s; temperature {temperature:.3f}; models in {args.out}")
+    return 0
+
+
+def calibrate(models: Path, images, classes: list[str]) -> float:
+    """Temperature minimising the negative log-likelihood of the classifier on the calib split.
+
+    Uses the runtime reader's detections matched to the labels (IoU >= 0.5); unmatched
+    detections count as ``none``. Guo et al. 2017, temperature scaling.
+    """
+    from pi_table.train.data import load_rgb
+    from pi_table.vision.reader import DiceReader, iou
+
+    if not images:
+        return 1.0
+    reader = DiceReader(models, threads=0)
+    logits, targets = [], []
+    index = {c: i for i, c in enumerate(classes)}
+    for im in images:
+        image = load_rgb(im.path)
+        boxes = [d.box for d in reader.detector.detect(image)]
+        if not boxes:
+            continue
+        crops = reader.classifier.crops(image, boxes)
+        out = reader.classifier.session.run(["logits"], {"crops": crops})[0]
+        for box, row in zip(boxes, out):
+            best = max(im.dice, key=lambda d: iou(box, d.box), default=None)
+            label = f"{best.kind}:{best.face}" if best is not None and iou(box, best.box) >= 0.5 else "none"
+            if label in index:
+                logits.append(row)
+                targets.append(index[label])
+    if not logits:
+        return 1.0
+    z = np.array(logits, np.float64)
+    t = np.array(targets)
+
+    def nll(temp: float) -> float:
+        s = z / temp
+        s -= s.max(axis=1, keepdims=True)
+        return float(-(s[np.arange(len(t)), t] - np.log(np.exp(s).sum(axis=1))).mean())
+
+    grid = np.exp(np.linspace(math.log(0.3), math.log(5.0), 200))
+    return float(min(grid, key=nll))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""Training data for the reader: splits, augmented detector samples, augmented die crops.
+
+Splits are per data folder and fixed by the seed (they are written to ``models/splits.json``
+so that ``pi-table eval --held-out`` scores only images training never saw):
+
+* a folder named ``Valid``/``valid``/``val`` is all validation; one named ``Train`` gives
+  ``calib`` (10%) and ``train``;
+* any other folder gives ``valid`` (20%), ``calib`` (8%) and ``train`` (the rest).
+
+``calib`` is used only to fit the confidence temperature and to pick the checkpoint; it is
+never trained on.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from pi_table.vision.dataset import LabelledImage
+
+STRIDE = 4
+
+
+def split_folder(images: list[LabelledImage], folder: str, seed: int) -> dict[str, list[LabelledImage]]:
+    """``{"train", "calib", "valid"}`` lists of one data folder's images (see module docstring)."""
+    items = sorted(images, key=lambda im: im.path.name)
+    leaf = folder.rstrip("/").split("/")[-1].lower()
+    if leaf in ("valid", "val", "validation", "test"):
+        return {"train": [], "calib": [], "valid": items}
+    rng = random.Random(f"{seed}:{folder}")
+    shuffled = items[:]
+    rng.shuffle(shuffled)
+    n = len(shuffled)
+    if leaf == "train":
+        n_valid, n_calib = 0, max(1, round(n * 0.10))
+    else:
+        n_valid, n_calib = max(1, round(n * 0.20)), max(1, round(n * 0.08))
+    valid = shuffled[:n_valid]
+    calib = shuffled[n_valid : n_valid + n_calib]
+    train = shuffled[n_valid + n_calib :]
+    return {"train": train, "calib": calib, "valid": valid}
+
+
+def load_rgb(path) -> np.ndarray:
+    """HxWx3 uint8 BGR image from ``path``; ValueError if unreadable."""
+    image = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if image is None:
+        raise ValueError(f"not an image: {path}")
+    return image
+
+
+# ---------------------------------------------------------------- photometric augmentation
+
+def photometric(image: np.ndarray, rng: np.random.Generator, strength: float = 1.0) -> np.ndarray:
+    """Lighting, white balance, colour, blur, noise and JPEG changes of an HxWx3 uint8 BGR image."""
+    img = image.astype(np.float32)
+    if rng.random() < 0.25 * strength:
+        img = img[:, :, rng.permutation(3)]  # other dice and tray colours
+    if rng.random() < 0.1 * strength:
+        img[:] = img.mean(axis=2, keepdims=True)
+    gains = np.exp(rng.normal(0, 0.12 * strength, 3)).astype(np.float32)  # white balance
+    img *= gains * math.exp(rng.normal(0, 0.25 * strength))  # exposure
+    mean = img.mean()
+    img = (img - mean) * math.exp(rng.normal(0, 0.2 * strength)) + mean  # contrast
+    img = np.clip(img, 0, 255)
+    gamma = math.exp(rng.normal(0, 0.2 * strength))
+    img = 255.0 * (img / 255.0) ** gamma
+    if rng.random() < 0.3 * strength:  # uneven light across the frame
+        h, w = img.shape[:2]
+        gx, gy = rng.normal(0, 0.3, 2)
+        ramp = 1 + (np.linspace(-0.5, 0.5, w)[None, :] * gx + np.linspace(-0.5, 0.5, h)[:, None] * gy)
+        img *= ramp[:, :, None].astype(np.float32)
+    if rng.random() < 0.3 * strength:
+        sigma = rng.uniform(0.4, 1.6)
+        img = cv2.GaussianBlur(img, (0, 0), sigma)
+    elif rng.random() < 0.1 * strength:
+        k = int(rng.integers(3, 8))
+        kernel = np.zeros((k, k), np.float32)
+        kernel[k // 2, :] = 1 / k
+        rot = cv2.getRotationMatrix2D((k / 2 - 0.5, k / 2 - 0.5), float(rng.uniform(0, 180)), 1.0)
+        kernel = cv2.warpAffine(kernel, rot, (k, k))
+        kernel /= max(kernel.sum(), 1e-6)
+        img = cv2.filter2D(img, -1, kernel)
+    if rng.random() < 0.5 * strength:
+        img += rng.normal(0, rng.uniform(1, 7), img.shape).astype(np.float32)
+    out = np.clip(img, 0, 255).astype(np.uint8)
+    if rng.random() < 0.3 * strength:
+        ok, enc = cv2.imencode(".jpg", out, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(35, 92))])
+        if ok:
+            out = cv2.imdecode(enc, cv2.IMREAD_COLOR)
+    return out
+
+
+# ---------------------------------------------------------------- detector samples
+
+@dataclass
+class DetSample:
+    """One detector training sample: ``image`` SxSx3 uint8 BGR, ``boxes`` Nx4 float32 pixels."""
+
+    image: np.ndarray
+    boxes: np.ndarray
+
+
+def det_sample(image: np.ndarray, boxes: np.ndarray, rng: np.random.Generator, out: int = 320,
+               size_range: tuple[float, float] = (12.0, 90.0)) -> DetSample:
+    """A random ``out x out`` view of a labelled image: scale (dice ``size_range`` px across),
+    position, 90-degree turns and flips, border fill, then :func:`photometric`."""
+    h, w = image.shape[:2]
+    sides = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]) if len(boxes) else np.array([40.0])
+    med = float(np.median(sides))
+    target = math.exp(rng.uniform(math.log(size_range[0]), math.log(size_range[1])))
+    s = target / med
+    sw, sh = w * s, h * s
+    # Window position in the scaled image: anywhere that keeps some of it in view.
+    tx = rng.uniform(min(0, sw - out), max(0, sw - out))
+    ty = rng.uniform(min(0, sh - out), max(0, sh - out))
+    m = np.array([[s, 0, -tx], [0, s, -ty]], np.float32)
+    if rng.random() < 0.5:
+        border = dict(borderMode=cv2.BORDER_REFLECT_101)
+    else:
+        border = dict(borderMode=cv2.BORDER_CONSTANT, borderValue=tuple(int(v) for v in rng.integers(0, 256, 3)))
+    view = cv2.warpAffine(image, m, (out, out), flags=cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR, **border)
+    b = boxes.astype(np.float32).copy() if len(boxes) else np.zeros((0, 4), np.float32)
+    b[:, [0, 2]] = b[:, [0, 2]] * s - tx
+    b[:, [1, 3]] = b[:, [1, 3]] * s - ty
+    # Reflected borders mirror dice without labels: only keep reflection when no die is near the edge.
+    k = int(rng.integers(0, 4))
+    if k:
+        view = np.ascontiguousarray(np.rot90(view, k))
+        for _ in range(k):  # (x, y) -> (y, out - x) per 90-degree turn counter-clockwise
+            b = np.stack([b[:, 1], out - b[:, 2], b[:, 3], out - b[:, 0]], axis=1)
+    if rng.random() < 0.5:
+        view = np.ascontiguousarray(view[:, ::-1])
+        b = np.stack([out - b[:, 2], b[:, 1], out - b[:, 0], b[:, 3]], axis=1)
+    view = photometric(view, rng)
+    return DetSample(view, b.astype(np.float32))
+
+
+def det_targets(boxes: np.ndarray, out: int = 320) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """CenterNet targets at stride 4 for ``boxes`` (Nx4 pixels of an out x out view).
+
+    Returns heat (1xGxG), size (2xGxG, box w/h in cells), offset (2xGxG), mask (1xGxG, 1 at
+    centre cells; 0 elsewhere), G = out / 4. Boxes whose centre is outside the view are dropped;
+    their heat is left at 0 but masked out of the loss with -1 in heat.
+    """
+    g = out // STRIDE
+    heat = np.zeros((1, g, g), np.float32)
+    size = np.zeros((2, g, g), np.float32)
+    offset = np.zeros((2, g, g), np.float32)
+    mask = np.zeros((1, g, g), np.float32)
+    yy, xx = np.mgrid[0:g, 0:g].astype(np.float32)
+    for x0, y0, x1, y1 in boxes:
+        cx, cy = (x0 + x1) / 2 / STRIDE, (y0 + y1) / 2 / STRIDE
+        bw, bh = (x1 - x0) / STRIDE, (y1 - y0) / STRIDE
+        if not (0 <= cx < g and 0 <= cy < g) or bw <= 0.5 or bh <= 0.5:
+            continue
+        # A die cut by the view's edge: train neither for nor against it.
+        cut = x0 < -0.25 * (x1 - x0) or y0 < -0.25 * (y1 - y0) or x1 > out + 0.25 * (x1 - x0) or y1 > out + 0.25 * (y1 - y0)
+        sigma = max(0.6, 0.16 * min(bw, bh))
+        blob = np.exp(-((xx - cx + 0.5) ** 2 + (yy - cy + 0.5) ** 2) / (2 * sigma**2))
+        ix, iy = int(cx), int(cy)
+        if cut:
+            heat[0] = np.where(blob > 0.1, -1.0, heat[0]) if True else heat[0]
+            continue
+        heat[0] = np.where(heat[0] >= 0, np.maximum(heat[0], blob), heat[0])
+        heat[0, iy, ix] = 1.0
+        size[:, iy, ix] = (bw, bh)
+        offset[:, iy, ix] = (cx - ix, cy - iy)
+        mask[0, iy, ix] = 1.0
+    return heat, size, offset, mask
+
+
+# ---------------------------------------------------------------- classifier crops
+
+def crop_rotated(image: np.ndarray, cx: float, cy: float, side: float, angle: float, size: int) -> np.ndarray:
+    """A ``size x size`` crop of ``side`` pixels around (cx, cy), turned by ``angle`` degrees.
+
+    With angle 0 this is exactly :func:`pi_table.vision.reader.crop_die` (same affine map).
+    """
+    scale = size / side
+    m = cv2.getRotationMatrix2D((cx, cy), angle, scale)
+    m[0, 2] += size / 2 - cx
+    m[1, 2] += size / 2 - cy
+    return cv2.warpAffine(image, m, (size, size), flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
+                          borderMode=cv2.BORDER_REPLICATE)
+
+
+def die_crop(image: np.ndarray, box, rng: np.random.Generator, size: int, margin: float, jitter: bool = True) -> np.ndarray:
+    """Crop of a labelled die as the reader would cut it, with detector-like jitter and any turn."""
+    x0, y0, x1, y1 = box
+    side = max(x1 - x0, y1 - y0)
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    if jitter:
+        cx += rng.normal(0, 0.06) * side
+        cy += rng.normal(0, 0.06) * side
+        side *= math.exp(rng.normal(0, 0.1))
+    angle = float(rng.uniform(0, 360)) if jitter else 0.0
+    return crop_rotated(image, cx, cy, side * margin, angle, size)
+
+
+def negative_crop(image: np.ndarray, boxes: np.ndarray, rng: np.random.Generator, size: int, margin: float):
+    """A crop that is not one die (background, or a die's edge): label ``none``; None if not found."""
+    from pi_table.vision.reader import iou
+
+    h, w = image.shape[:2]
+    sides = np.maximum(boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]) if len(boxes) else np.array([40.0])
+    for _ in range(20):
+        side = float(np.median(sides) * math.exp(rng.normal(0, 0.25)))
+        if len(boxes) and rng.random() < 0.4:  # off-centre on a die: a duplicate or a half box
+            b = boxes[int(rng.integers(len(boxes)))]
+            bs = max(b[2] - b[0], b[3] - b[1])
+            ang = rng.uniform(0, 2 * math.pi)
+            dist = rng.uniform(0.6, 0.9) * bs
+            cx, cy = (b[0] + b[2]) / 2 + dist * math.cos(ang), (b[1] + b[3]) / 2 + dist * math.sin(ang)
+        else:
+            cx, cy = rng.uniform(0, w), rng.uniform(0, h)
+        cand = (cx - side / 2, cy - side / 2, cx + side / 2, cy + side / 2)
+        if all(iou(cand, tuple(b)) < 0.2 for b in boxes):
+            return crop_rotated(image, cx, cy, side * margin, float(rng.uniform(0, 360)), size)
+    return None

@@ -1,0 +1,103 @@
+"""The reader's two networks (PyTorch, training only) and their ONNX export.
+
+Shapes and outputs are those :mod:`pi_table.vision.reader` expects.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+def cbr(cin: int, cout: int, stride: int = 1, dilation: int = 1) -> nn.Sequential:
+    """3x3 convolution, batch norm, ReLU."""
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, stride, padding=dilation, dilation=dilation, bias=False),
+        nn.BatchNorm2d(cout),
+        nn.ReLU(inplace=True),
+    )
+
+
+class DetectorNet(nn.Module):
+    """CenterNet-style die detector (Zhou et al. 2019), stride-4 outputs, about 0.1 M weights.
+
+    Input: Bx3xHxW float32 RGB 0..1 (H, W multiples of 32). Outputs: heat Bx1xH/4xW/4 (0..1),
+    size Bx2xH/4xW/4 (box w, h in cells, >= 0), offset Bx2xH/4xW/4 (0..1 cells).
+    """
+
+    def __init__(self, width: int = 1):
+        super().__init__()
+        c4, c8, c16, c32 = 24 * width, 40 * width, 64 * width, 80 * width
+        self.s4 = nn.Sequential(cbr(3, 16, 2), cbr(16, c4, 2))
+        self.s8 = nn.Sequential(cbr(c4, c8, 2), cbr(c8, c8))
+        self.s16 = nn.Sequential(cbr(c8, c16, 2), cbr(c16, c16), cbr(c16, c16, dilation=2))
+        self.s32 = nn.Sequential(cbr(c16, c32, 2), cbr(c32, c32), cbr(c32, c32, dilation=2))
+        self.lat32 = nn.Conv2d(c32, 32, 1)
+        self.lat16 = nn.Conv2d(c16, 32, 1)
+        self.lat8 = nn.Conv2d(c8, 32, 1)
+        self.lat4 = nn.Conv2d(c4, 32, 1)
+        self.head = nn.Sequential(cbr(32, 24), nn.Conv2d(24, 5, 1))
+        nn.init.constant_(self.head[-1].bias, 0.0)
+        with torch.no_grad():
+            self.head[-1].bias[0] = -4.0  # heat starts near 0 (focal-loss prior)
+
+    def forward(self, x: torch.Tensor):
+        f4 = self.s4(x)
+        f8 = self.s8(f4)
+        f16 = self.s16(f8)
+        f32 = self.s32(f16)
+        p = self.lat32(f32)
+        p = self.lat16(f16) + F.interpolate(p, scale_factor=2.0, mode="nearest")
+        p = self.lat8(f8) + F.interpolate(p, scale_factor=2.0, mode="nearest")
+        p = self.lat4(f4) + F.interpolate(p, scale_factor=2.0, mode="nearest")
+        out = self.head(p)
+        heat = torch.sigmoid(out[:, 0:1])
+        size = F.softplus(out[:, 1:3])
+        offset = torch.sigmoid(out[:, 3:5])
+        return heat, size, offset
+
+
+class ClassifierNet(nn.Module):
+    """Die-face classifier on SxS crops: Bx3xSxS float32 RGB 0..1 -> B x classes logits."""
+
+    def __init__(self, classes: int, width: int = 1):
+        super().__init__()
+        c = [16 * width, 32 * width, 64 * width, 96 * width]
+        self.features = nn.Sequential(
+            cbr(3, c[0]), nn.MaxPool2d(2),
+            cbr(c[0], c[1]), cbr(c[1], c[1]), nn.MaxPool2d(2),
+            cbr(c[1], c[2]), cbr(c[2], c[2]), nn.MaxPool2d(2),
+            cbr(c[2], c[3]),
+        )
+        self.drop = nn.Dropout(0.2)
+        self.fc = nn.Linear(c[3], classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.features(x)
+        f = F.adaptive_avg_pool2d(f, 1).flatten(1)
+        return self.fc(self.drop(f))
+
+
+def export_detector(net: DetectorNet, path: Path, size: int = 320) -> None:
+    """Write ``net`` as ONNX: input ``image`` (dynamic H, W), outputs heat, size, offset."""
+    net.eval()
+    dummy = torch.zeros(1, 3, size, size)
+    torch.onnx.export(
+        net, (dummy,), str(path), input_names=["image"], output_names=["heat", "size", "offset"],
+        dynamic_axes={"image": {2: "h", 3: "w"}, "heat": {2: "gh", 3: "gw"}, "size": {2: "gh", 3: "gw"},
+                      "offset": {2: "gh", 3: "gw"}},
+        opset_version=17, dynamo=False,
+    )
+
+
+def export_classifier(net: ClassifierNet, path: Path, size: int) -> None:
+    """Write ``net`` as ONNX: input ``crops`` (dynamic batch), output ``logits``."""
+    net.eval()
+    dummy = torch.zeros(2, 3, size, size)
+    torch.onnx.export(
+        net, (dummy,), str(path), input_names=["crops"], output_names=["logits"],
+        dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}}, opset_version=17, dynamo=False,
+    )

@@ -1,0 +1,120 @@
+"""``pi-table read``, ``pi-table eval`` and ``pi-table bench`` (../shared/INTERFACES.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from pi_table.vision.dice import KINDS
+
+
+def parse_kinds(text: str | None) -> tuple[str, ...] | None:
+    """``"d6,d8"`` -> ("d6", "d8"); None -> None. ValueError naming an unknown kind."""
+    if text is None:
+        return None
+    kinds = tuple(k.strip() for k in text.split(",") if k.strip())
+    if not kinds:
+        raise ValueError(f"--kinds needs at least one die kind, got {text!r}")
+    for kind in kinds:
+        if kind not in KINDS:
+            raise ValueError(f"unknown die kind {kind!r} in --kinds (expected some of {', '.join(KINDS)})")
+    return kinds
+
+
+def register(sub) -> None:
+    """Add ``read``, ``eval`` and ``bench`` to the ``pi-table`` parser."""
+    p = sub.add_parser("read", help="read the dice in still images")
+    p.add_argument("images", nargs="+", metavar="IMAGE")
+    p.add_argument("--json", action="store_true", help="one JSON object per image, one per line")
+    p.add_argument("--kinds", help="die kinds that may be reported, e.g. d6,d8,d10")
+    p.add_argument("--crop", action="store_true", help="each image is one die, cropped")
+    p.add_argument("--models", help="model folder (default: the shipped models/)")
+    p.add_argument("--threads", type=int, default=0, help="inference threads (0 = all cores)")
+    p.set_defaults(func=_read)
+
+    p = sub.add_parser("eval", help="score the reader against a labelled folder")
+    p.add_argument("folder", metavar="DIR")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--kinds", help="die kinds that may be reported")
+    p.add_argument("--crop", action="store_true", help="DIR holds one-die crops named by face value")
+    p.add_argument("--held-out", action="store_true", help="only images the shipped model never trained on (models/splits.json)")
+    p.add_argument("--limit", type=int, help="score only the first N images")
+    p.add_argument("--models", help="model folder (default: the shipped models/)")
+    p.add_argument("--threads", type=int, default=0)
+    p.set_defaults(func=_eval)
+
+    p = sub.add_parser("bench", help="recognition speed on this machine")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--repeats", type=int, default=30, help="timed reads per case")
+    p.add_argument("--models", help="model folder (default: the shipped models/)")
+    p.set_defaults(func=_bench)
+
+
+def _reader(args, threads=None):
+    from pi_table.vision.reader import DiceReader
+
+    if getattr(args, "threads", 0) < 0:
+        raise ValueError(f"--threads must be >= 0, got {args.threads}")
+    return DiceReader(args.models, threads=args.threads if threads is None else threads)
+
+
+def _read(args) -> int:
+    from pi_table.vision.reader import load_image
+
+    kinds = parse_kinds(args.kinds)
+    images = []
+    for path in args.images:  # check every input before any work: one clear error, nothing half-printed
+        images.append((path, load_image(path)))
+    reader = _reader(args)
+    for path, image in images:
+        reading = (reader.read_crop if args.crop else reader.read)(image, name=path, kinds=kinds)
+        if args.json:
+            print(json.dumps(reading.to_json()), flush=True)
+        else:
+            print(f"{path}: {len(reading.dice)} dice, {reading.width}x{reading.height}, {reading.ms:.1f} ms")
+            for die in reading.dice:
+                box = ",".join(f"{v:.0f}" for v in die.box)
+                face = die.face or "?"
+                print(f"  {die.kind:8} {face:>3}  {die.status:10} confidence {die.confidence:.3f}  box {box}")
+    return 0
+
+
+def _eval(args) -> int:
+    from pi_table.vision.evaluate import evaluate, evaluate_crops, format_report
+
+    kinds = parse_kinds(args.kinds)
+    folder = Path(args.folder)
+    if not folder.exists():
+        raise FileNotFoundError(f"no such folder: {folder}")
+    if args.limit is not None and args.limit < 1:
+        raise ValueError(f"--limit must be >= 1, got {args.limit}")
+    reader = _reader(args)
+    if args.crop:
+        result = evaluate_crops(reader, folder, kinds)
+    else:
+        result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit)
+    result["models"] = str(reader.models)
+    result["held_out"] = bool(args.held_out)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(format_report(result))
+    return 0
+
+
+def _bench(args) -> int:
+    import os
+
+    from pi_table.vision.bench import bench, format_rows
+    from pi_table.vision.reader import DiceReader
+
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+    rows = bench(lambda threads: DiceReader(args.models, threads=threads), repeats=args.repeats)
+    if args.json:
+        print(json.dumps({"cpu_count": os.cpu_count(), "rows": rows}))
+    else:
+        print(f"640x640 frames, model load excluded, {args.repeats} reads per case, {os.cpu_count()} cores")
+        print(format_rows(rows))
+    return 0

@@ -1,0 +1,201 @@
+"""Score the reader against labelled images: ``pi-table eval``.
+
+Per data folder: dice detected and read right (the issue's headline figure), detection
+recall and precision at IoU >= 0.5, wrong reads at status ``ok``, the ``unreadable`` rate,
+false dice per 100 images, a confusion matrix over faces and the expected calibration
+error (ECE, 10 equal-width bins; Guo et al. 2017).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from pi_table.vision.dataset import LabelledImage, load_crops, load_yolo
+from pi_table.vision.reader import DiceReader, iou, load_image
+
+
+@dataclass
+class Score:
+    """Counts for one data folder (or all). Rates are fractions 0..1."""
+
+    images: int = 0
+    dice: int = 0  # labelled dice
+    found: int = 0  # labelled dice matched by a detection (IoU >= 0.5)
+    right: int = 0  # matched, status ok, face right
+    wrong_ok: int = 0  # matched, status ok, face wrong
+    unreadable: int = 0  # matched, status unreadable or cocked
+    false_dice: int = 0  # detections matching no labelled die
+    detections: int = 0
+    confusion: Counter = field(default_factory=Counter)  # (truth, read) -> count; read "-" missed, "?" unreadable
+    calibration: list = field(default_factory=list)  # (confidence, right) per matched die
+    ms: list = field(default_factory=list)
+
+    def add(self, other: "Score") -> None:
+        for name in ("images", "dice", "found", "right", "wrong_ok", "unreadable", "false_dice", "detections"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.confusion.update(other.confusion)
+        self.calibration += other.calibration
+        self.ms += other.ms
+
+    def ece(self, bins: int = 10) -> float:
+        """Expected calibration error over matched dice (confidence vs face right)."""
+        if not self.calibration:
+            return 0.0
+        conf = np.array([c for c, _ in self.calibration])
+        right = np.array([r for _, r in self.calibration], float)
+        edges = np.linspace(0, 1, bins + 1)
+        total = 0.0
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            sel = (conf > lo) & (conf <= hi) if lo > 0 else (conf >= lo) & (conf <= hi)
+            if sel.any():
+                total += sel.sum() / len(conf) * abs(conf[sel].mean() - right[sel].mean())
+        return float(total)
+
+    def to_json(self) -> dict:
+        ok = self.right + self.wrong_ok
+        return {
+            "images": self.images,
+            "dice": self.dice,
+            "read_right": _rate(self.right, self.dice),
+            "recall": _rate(self.found, self.dice),
+            "precision": _rate(self.detections - self.false_dice, self.detections),
+            "wrong_at_ok": _rate(self.wrong_ok, ok),
+            "unreadable": _rate(self.unreadable, self.found),
+            "false_dice_per_100_images": round(100 * self.false_dice / self.images, 2) if self.images else 0.0,
+            "ece": round(self.ece(), 4),
+            "median_ms": round(float(np.median(self.ms)), 2) if self.ms else None,
+            "counts": {"right": self.right, "wrong_ok": self.wrong_ok, "unreadable": self.unreadable,
+                       "found": self.found, "false_dice": self.false_dice, "detections": self.detections},
+            "confusion": {f"{t}->{r}": n for (t, r), n in sorted(self.confusion.items())},
+        }
+
+
+def _rate(num: int, den: int) -> float:
+    return round(num / den, 5) if den else 0.0
+
+
+def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Score:
+    """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5)."""
+    image = load_image(labelled.path)
+    reading = reader.read(image, name=labelled.path.name, kinds=kinds)
+    score = Score(images=1, dice=len(labelled.dice), detections=len(reading.dice), ms=[reading.ms])
+    pairs = sorted(((iou(d.box, t.box), i, j) for i, d in enumerate(reading.dice) for j, t in enumerate(labelled.dice)), reverse=True)
+    used_d, used_t = set(), set()
+    for overlap, i, j in pairs:
+        if overlap < 0.5:
+            break
+        if i in used_d or j in used_t:
+            continue
+        used_d.add(i), used_t.add(j)
+        die, truth = reading.dice[i], labelled.dice[j]
+        label = f"{truth.kind}:{truth.face}"
+        score.found += 1
+        right = die.kind == truth.kind and die.face == truth.face
+        score.calibration.append((die.confidence, right))
+        if die.status == "ok":
+            score.right += right
+            score.wrong_ok += not right
+            score.confusion[(label, f"{die.kind}:{die.face}")] += 1
+        else:
+            score.unreadable += 1
+            score.confusion[(label, "?")] += 1
+    for j, truth in enumerate(labelled.dice):
+        if j not in used_t:
+            score.confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
+    score.false_dice = len(reading.dice) - len(used_d)
+    return score
+
+
+def held_out_names(models: Path) -> dict[str, set[str]] | None:
+    """Image names per data folder that the shipped model never trained on (valid split), or None."""
+    path = Path(models) / "splits.json"
+    if not path.is_file():
+        return None
+    splits = json.loads(path.read_text())
+    return {folder: set(s.get("valid", [])) for folder, s in splits["folders"].items()}
+
+
+def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None) -> dict:
+    """Score every labelled image under ``root``; ``held_out`` keeps only the valid split.
+
+    Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json()}``.
+
+    Raises:
+        FileNotFoundError / ValueError: no such folder, no labelled images (names the path).
+    """
+    images = load_yolo(root)
+    if held_out:
+        names = held_out_names(reader.models)
+        if names is None:
+            raise ValueError(f"--held-out needs {reader.models / 'splits.json'}")
+        images = [im for im in images if im.path.name in names.get(im.folder, set())]
+        if not images:
+            raise ValueError(f"no held-out images of the shipped model under {root}")
+    if limit:
+        images = images[:limit]
+    per_folder: dict[str, Score] = defaultdict(Score)
+    total = Score()
+    for labelled in images:
+        s = score_image(reader, labelled, kinds)
+        per_folder[labelled.folder].add(s)
+        total.add(s)
+    return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
+
+
+def evaluate_crops(reader: DiceReader, root: Path, kinds=None) -> dict:
+    """Score ``read --crop`` on a crop folder (one die per image, face in the folder/file name)."""
+    total = Score()
+    for path, kind, face in load_crops(root):
+        reading = reader.read_crop(load_image(path), name=path.name, kinds=kinds)
+        total.images += 1
+        total.dice += 1
+        total.ms.append(reading.ms)
+        label = f"{kind}:{face}"
+        if not reading.dice:
+            total.confusion[(label, "-")] += 1
+            continue
+        die = reading.dice[0]
+        total.found += 1
+        total.detections += 1
+        right = die.kind == kind and die.face == face
+        total.calibration.append((die.confidence, right))
+        if die.status == "ok":
+            total.right += right
+            total.wrong_ok += not right
+            total.confusion[(label, f"{die.kind}:{die.face}")] += 1
+        else:
+            total.unreadable += 1
+            total.confusion[(label, "?")] += 1
+    return {"folders": {Path(root).name: total.to_json()}, "all": total.to_json()}
+
+
+def format_report(result: dict) -> str:
+    """Human-readable table of :func:`evaluate`'s result, with each folder's confusion matrix."""
+    lines = [f"{'folder':34} {'images':>6} {'dice':>6} {'right':>8} {'recall':>8} {'precis.':>8} {'wrong@ok':>9} "
+             f"{'unread.':>8} {'false/100':>9} {'ECE':>6} {'ms':>6}"]
+    rows = list(result["folders"].items())
+    if len(rows) > 1:
+        rows.append(("all", result["all"]))
+    for name, s in rows:
+        lines.append(f"{name:34} {s['images']:>6} {s['dice']:>6} {s['read_right']:>8.2%} {s['recall']:>8.2%} "
+                     f"{s['precision']:>8.2%} {s['wrong_at_ok']:>9.2%} {s['unreadable']:>8.2%} "
+                     f"{s['false_dice_per_100_images']:>9.2f} {s['ece']:>6.3f} {s['median_ms'] or 0:>6.1f}")
+    for name, s in rows[:-1] if len(rows) > 1 else rows:
+        pairs = {tuple(k.split("->")): v for k, v in s["confusion"].items()}
+        truths = sorted({t for t, _ in pairs}, key=_face_key)
+        reads = sorted({r for _, r in pairs if r not in "-?"}, key=_face_key) + ["?", "-"]
+        lines.append(f"\nconfusion, {name} (rows truth, columns read; ? unreadable, - missed)")
+        lines.append(" " * 12 + "".join(f"{r.split(':')[-1]:>6}" for r in reads))
+        for t in truths:
+            lines.append(f"{t:>12}" + "".join(f"{pairs.get((t, r), 0) or '.':>6}" for r in reads))
+    return "\n".join(lines)
+
+
+def _face_key(label: str):
+    kind, _, face = label.partition(":")
+    return (kind, int(face) if face.isdigit() else 0)

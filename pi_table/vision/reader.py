@@ -1,0 +1,337 @@
+"""Find every die in a tray photo and read its top face: two small ONNX models.
+
+1. **Detection** (``models/detector.onnx``): a CenterNet-style fully convolutional net
+   (Zhou et al. 2019, "Objects as Points") on the image scaled so its long side is
+   ``detector.input`` pixels; it outputs, at stride 4, a die-centre heat map, the box size
+   and the sub-cell offset. Peaks of the heat map above ``detector.threshold`` are dice.
+2. **Classification** (``models/classifier.onnx``): each box is cut from the full-resolution
+   image as a square ``crop.margin`` times the box's long side, scaled to ``crop.size``
+   pixels, and a small CNN gives a score per class ``KIND:FACE`` plus ``none`` (not a die:
+   the second stage also rejects false detections). Scores are turned into calibrated
+   probabilities by temperature scaling (Guo et al. 2017, "On Calibration of Modern Neural
+   Networks"), the temperature fitted on a calibration split that training never saw.
+
+A die whose best face has confidence below ``threshold`` is reported ``unreadable`` and
+never guessed. The settings live in ``models/reader.json``, written by the training code
+(``python3 -m pi_table.train``). Runtime: onnxruntime, OpenCV, NumPy only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pi_table.vision.dice import KINDS, Die, Reading, face_value
+
+
+def models_dir() -> Path:
+    """The shipped models: ``$PI_TABLE_MODELS`` if set, else ``models/`` of the repo or the package."""
+    env = os.environ.get("PI_TABLE_MODELS")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent.parent
+    for candidate in (here.parent / "models", here / "models"):
+        if (candidate / "reader.json").is_file():
+            return candidate
+    return here.parent / "models"
+
+
+def load_image(path: str | Path) -> np.ndarray:
+    """Read an image file as ``HxWx3 uint8 BGR``.
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: the file is not an image OpenCV can decode (names the path).
+    """
+    import cv2
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.is_dir():
+        raise ValueError(f"not an image (a folder): {path}")
+    data = np.fromfile(str(path), dtype=np.uint8)
+    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    if image is None:
+        raise ValueError(f"not an image: {path}")
+    return image
+
+
+def crop_die(image: np.ndarray, box, size: int, margin: float) -> np.ndarray:
+    """Square crop around a box, scaled to ``size x size``.
+
+    Args:
+        image: ``HxWx3 uint8 BGR``.
+        box: (x0, y0, x1, y1) in pixels.
+        size: output side in pixels.
+        margin: crop side / the box's long side.
+
+    Returns:
+        ``size x size x 3 uint8 BGR``; parts outside the image repeat the border.
+    """
+    import cv2
+
+    x0, y0, x1, y1 = (float(v) for v in box)
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    side = max(x1 - x0, y1 - y0, 4.0) * margin
+    scale = size / side
+    # Affine map: crop centre -> output centre, side -> size (one warp, sub-pixel exact).
+    m = np.array([[scale, 0, size / 2 - cx * scale], [0, scale, size / 2 - cy * scale]], dtype=np.float32)
+    interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+    return cv2.warpAffine(image, m, (size, size), flags=interp, borderMode=cv2.BORDER_REPLICATE)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One die found by the detector: ``box`` (x0, y0, x1, y1) pixels, ``score`` 0..1."""
+
+    box: tuple[float, float, float, float]
+    score: float
+
+
+def _session(path: Path, threads: int):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = max(0, int(threads))
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+def iou(a, b) -> float:
+    """Intersection over union of two (x0, y0, x1, y1) boxes."""
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+class Detector:
+    """Die boxes in a whole image (``models/detector.onnx``, see the module docstring).
+
+    Args:
+        path: the ONNX file. Input ``image`` float32 1x3xHxW RGB 0..1 (H, W multiples of 32);
+            outputs ``heat`` 1x1xH/4xW/4 (0..1), ``size`` 1x2xH/4xW/4 (box w, h in input
+            pixels / 4), ``offset`` 1x2xH/4xW/4 (cells).
+        input_size: long side, pixels, the image is scaled to.
+        threshold: heat-map peak needed for a detection, 0..1.
+        threads: onnxruntime intra-op threads (0 = all cores).
+    """
+
+    def __init__(self, path: Path, input_size: int = 320, threshold: float = 0.3, threads: int = 1):
+        self.session = _session(path, threads)
+        self.input_size = int(input_size)
+        self.threshold = float(threshold)
+
+    def prepare(self, image: np.ndarray) -> tuple[np.ndarray, float]:
+        """``image`` (HxWx3 uint8 BGR) -> (1x3xH'xW' float32 RGB tensor, scale input/original)."""
+        import cv2
+
+        h, w = image.shape[:2]
+        scale = self.input_size / max(h, w)
+        nw, nh = max(32, round(w * scale)), max(32, round(h * scale))
+        resized = cv2.resize(image, (nw, nh), interpolation=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR)
+        pw, ph = -(-nw // 32) * 32, -(-nh // 32) * 32
+        canvas = np.zeros((ph, pw, 3), np.uint8)
+        canvas[:nh, :nw] = resized
+        if pw > nw:
+            canvas[:, nw:] = canvas[:, nw - 1 : nw]
+        if ph > nh:
+            canvas[nh:] = canvas[nh - 1 : nh]
+        tensor = canvas[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) * (1 / 255)
+        return np.ascontiguousarray(tensor), scale
+
+    def detect(self, image: np.ndarray) -> list[Detection]:
+        """Dice boxes in ``image`` (HxWx3 uint8 BGR), pixels of that image, best first."""
+        tensor, scale = self.prepare(image)
+        heat, size, offset = self.session.run(["heat", "size", "offset"], {"image": tensor})
+        return decode(heat[0, 0], size[0], offset[0], self.threshold, 4.0 / scale, image.shape[1], image.shape[0])
+
+
+def decode(heat: np.ndarray, size: np.ndarray, offset: np.ndarray, threshold: float, stride: float,
+           width: int, height: int, nms_iou: float = 0.5) -> list[Detection]:
+    """Heat-map peaks -> boxes.
+
+    Args:
+        heat: HxW float32 0..1; size, offset: 2xHxW float32 (cells); threshold: peak score;
+        stride: original-image pixels per cell; width, height: image size for clipping.
+    """
+    import cv2
+
+    peaks = (heat >= cv2.dilate(heat, np.ones((3, 3), np.uint8))) & (heat >= threshold)
+    ys, xs = np.nonzero(peaks)
+    order = np.argsort(-heat[ys, xs])
+    found: list[Detection] = []
+    for i in order:
+        y, x = ys[i], xs[i]
+        cx = (x + offset[0, y, x]) * stride
+        cy = (y + offset[1, y, x]) * stride
+        bw, bh = size[0, y, x] * stride, size[1, y, x] * stride
+        box = (max(0.0, cx - bw / 2), max(0.0, cy - bh / 2), min(float(width), cx + bw / 2), min(float(height), cy + bh / 2))
+        if box[2] - box[0] < 2 or box[3] - box[1] < 2:
+            continue
+        if any(iou(box, d.box) > nms_iou for d in found):
+            continue
+        found.append(Detection(tuple(float(v) for v in box), float(heat[y, x])))
+    return found
+
+
+class Classifier:
+    """Top face of cropped dice (``models/classifier.onnx``, see the module docstring).
+
+    Args:
+        path: ONNX file; input ``crops`` float32 Nx3xSxS RGB 0..1, output ``logits`` NxC.
+        classes: C class names, ``KIND:FACE`` or ``none``.
+        temperature: calibration temperature (> 0).
+        crop_size: S, pixels; margin: crop side / box long side.
+    """
+
+    def __init__(self, path: Path, classes: list[str], temperature: float = 1.0, crop_size: int = 48,
+                 margin: float = 1.3, threads: int = 1):
+        self.session = _session(path, threads)
+        self.classes = list(classes)
+        self.temperature = float(temperature)
+        self.crop_size = int(crop_size)
+        self.margin = float(margin)
+
+    def crops(self, image: np.ndarray, boxes) -> np.ndarray:
+        """Nx3xSxS float32 RGB 0..1 crops of ``image`` (HxWx3 uint8 BGR) around ``boxes``."""
+        batch = np.stack([crop_die(image, b, self.crop_size, self.margin) for b in boxes])
+        return np.ascontiguousarray(batch[:, :, :, ::-1].transpose(0, 3, 1, 2).astype(np.float32) * (1 / 255))
+
+    def probabilities(self, crops: np.ndarray, kinds=None) -> np.ndarray:
+        """NxC calibrated class probabilities; classes of kinds not in ``kinds`` get 0."""
+        if len(crops) == 0:
+            return np.zeros((0, len(self.classes)), np.float32)
+        logits = self.session.run(["logits"], {"crops": crops})[0].astype(np.float64) / self.temperature
+        if kinds is not None:
+            allowed = np.array([c == "none" or c.split(":")[0] in kinds for c in self.classes])
+            logits[:, ~allowed] = -np.inf
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def reading_order(boxes) -> list[int]:
+    """Indices of ``boxes`` top to bottom in rows about one die high, left to right in a row."""
+    if not boxes:
+        return []
+    heights = sorted(b[3] - b[1] for b in boxes)
+    row = max(heights[len(heights) // 2], 1.0)
+    return sorted(range(len(boxes)), key=lambda i: (round(((boxes[i][1] + boxes[i][3]) / 2) / row), boxes[i][0]))
+
+
+class DiceReader:
+    """The vision stage: an image in, a :class:`~pi_table.vision.dice.Reading` out.
+
+    Args:
+        models: folder with ``reader.json``, ``detector.onnx``, ``classifier.onnx``
+            (default :func:`models_dir`).
+        threads: onnxruntime threads per model (1 on a busy Pi; 0 = all cores).
+
+    Raises:
+        FileNotFoundError: a model file is missing (the message says how to train one).
+    """
+
+    def __init__(self, models: str | Path | None = None, threads: int = 1):
+        self.models = Path(models) if models else models_dir()
+        config_path = self.models / "reader.json"
+        if not config_path.is_file():
+            raise FileNotFoundError(f"no reader model in {self.models} (train one: python3 -m pi_table.train --out {self.models})")
+        self.config = json.loads(config_path.read_text())
+        det, cls = self.config["detector"], self.config["classifier"]
+        self.detector = Detector(self.models / det["file"], det["input"], det["threshold"], threads)
+        self.classifier = Classifier(self.models / cls["file"], cls["classes"], cls["temperature"], cls["crop_size"],
+                                     cls["margin"], threads)
+        self.threshold = float(self.config.get("threshold", 0.9))
+        self.none_threshold = float(self.config.get("none_threshold", 0.5))
+        self.kinds = tuple(sorted({c.split(":")[0] for c in cls["classes"] if c != "none"}, key=KINDS.index))
+
+    def check_kinds(self, kinds) -> tuple[str, ...] | None:
+        """``kinds`` as a tuple, None for all; ValueError naming a kind the kit does not know."""
+        if kinds is None:
+            return None
+        kinds = tuple(kinds)
+        for kind in kinds:
+            if kind not in KINDS:
+                raise ValueError(f"unknown die kind {kind!r} (expected some of {', '.join(KINDS)})")
+        return kinds
+
+    def _dice(self, image: np.ndarray, boxes, scores, kinds, crop_mode: bool) -> list[Die]:
+        probs = self.classifier.probabilities(self.classifier.crops(image, boxes), kinds)
+        classes = self.classifier.classes
+        none = classes.index("none") if "none" in classes else None
+        default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
+        dice = []
+        for box, score, p in zip(boxes, scores, probs):
+            if none is not None and not crop_mode and p[none] >= self.none_threshold:
+                continue  # the classifier says this box is not a die
+            faces = p.copy()
+            if none is not None:
+                faces[none] = 0
+            total = float(faces.sum())
+            best = int(np.argmax(faces))
+            confidence = float(faces[best] / total) if total > 0 else 0.0
+            kind, face = classes[best].split(":")
+            # The die's confidence: right face given a die, times the chance it is a die at all.
+            confidence *= 1.0 - (float(p[none]) if none is not None and not crop_mode else 0.0)
+            if confidence < self.threshold:
+                dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence, "unreadable"))
+            else:
+                dice.append(Die(kind, face, face_value(kind, face), box, confidence, "ok"))
+        return dice
+
+    def read(self, image: np.ndarray, name: str = "", kinds=None) -> Reading:
+        """Every die in a tray photo.
+
+        Args:
+            image: ``HxWx3 uint8 BGR``.
+            name: the image's name, copied into the Reading.
+            kinds: die kinds that may be reported (e.g. ``("d6",)``); None for all.
+
+        Returns:
+            Reading with dice in reading order; ``ms`` = wall time of this call.
+        """
+        kinds = self.check_kinds(kinds)
+        self._check_image(image)
+        start = time.perf_counter()
+        detections = self.detector.detect(image)
+        boxes = [d.box for d in detections]
+        dice = self._dice(image, boxes, [d.score for d in detections], kinds, False) if boxes else []
+        dice = [dice[i] for i in reading_order([d.box for d in dice])]
+        ms = (time.perf_counter() - start) * 1000
+        return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
+
+    def read_crop(self, image: np.ndarray, name: str = "", kinds=None) -> Reading:
+        """One die cropped close (``read --crop``): the whole image is its box; at most one die."""
+        kinds = self.check_kinds(kinds)
+        self._check_image(image)
+        start = time.perf_counter()
+        h, w = image.shape[:2]
+        # The training crops have the die's long side = 1/margin of the crop: match that.
+        box = (0.0, 0.0, float(w), float(h))
+        inner = _shrink(box, 1.0 / self.classifier.margin * 1.15)
+        dice = self._dice(image, [inner], [1.0], kinds, True)
+        ms = (time.perf_counter() - start) * 1000
+        return Reading(name, w, h, ms, tuple(dice[:1]))
+
+    @staticmethod
+    def _check_image(image) -> None:
+        if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8:
+            shape = getattr(image, "shape", None)
+            raise ValueError(f"expected an HxWx3 uint8 BGR image, got {type(image).__name__} {shape}")
+
+
+def _shrink(box, factor: float):
+    x0, y0, x1, y1 = box
+    cx, cy, w, h = (x0 + x1) / 2, (y0 + y1) / 2, (x1 - x0) * factor, (y1 - y0) * factor
+    return (cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)

@@ -1,0 +1,173 @@
+"""Vision stage: image loading, crops, heat-map decoding, labelled folders, the shipped reader."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import cv2
+import numpy as np
+import pytest
+
+from pi_table.vision import DiceReader, crop_die, load_image
+from pi_table.vision.dataset import load_crops, load_yolo, parse_crop_label
+from pi_table.vision.reader import decode, reading_order
+from tests.conftest import REPO, need_shared
+
+DEMO = REPO / "pi_table" / "demo"
+
+
+def test_load_image_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.jpg"):
+        load_image(tmp_path / "nope.jpg")
+    bad = tmp_path / "bad.jpg"
+    bad.write_text("not a jpeg")
+    with pytest.raises(ValueError, match="bad.jpg"):
+        load_image(bad)
+    image = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+
+
+def test_crop_die_centres_the_box():
+    image = np.zeros((100, 100, 3), np.uint8)
+    image[40:60, 20:40] = 255  # a 20 px white square centred at (30, 50)
+    crop = crop_die(image, (20, 40, 40, 60), size=40, margin=2.0)
+    assert crop.shape == (40, 40, 3)
+    white = np.argwhere(crop[:, :, 0] > 128)
+    assert white.min(axis=0).tolist() == [10, 10] and white.max(axis=0).tolist() == [29, 29]
+
+
+def test_decode_finds_peaks_and_suppresses_neighbours():
+    heat = np.zeros((20, 20), np.float32)
+    heat[5, 5], heat[5, 6], heat[15, 10] = 0.9, 0.5, 0.6
+    size = np.full((2, 20, 20), 4.0, np.float32)
+    offset = np.full((2, 20, 20), 0.5, np.float32)
+    found = decode(heat, size, offset, threshold=0.3, stride=4.0, width=80, height=80)
+    assert [round(d.score, 2) for d in found] == [0.9, 0.6]
+    assert found[0].box == pytest.approx((14.0, 14.0, 30.0, 30.0))
+
+
+def test_reading_order_rows_then_columns():
+    boxes = [(100, 5, 120, 25), (10, 60, 30, 80), (10, 8, 30, 28), (60, 62, 80, 82)]
+    assert reading_order(boxes) == [2, 0, 1, 3]
+
+
+def test_labelled_folders(tmp_path):
+    folder = tmp_path / "set" / "Valid"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.jpg"), np.zeros((50, 100, 3), np.uint8))
+    (folder / "labels" / "a.txt").write_text("3 0.5 0.5 0.2 0.4\n")
+    [im] = load_yolo(tmp_path / "set")
+    assert im.folder == "set/Valid" and (im.width, im.height) == (100, 50)
+    assert im.dice[0].face == "4" and im.dice[0].box == pytest.approx((40, 15, 60, 35))
+    (folder / "labels" / "a.txt").write_text("x 0.5\n")
+    with pytest.raises(ValueError, match="a.txt"):
+        load_yolo(tmp_path / "set")
+    with pytest.raises(FileNotFoundError):
+        load_yolo(tmp_path / "none")
+
+
+def test_crop_labels(tmp_path):
+    assert parse_crop_label("4") == ("d6", "4")
+    assert parse_crop_label("d8_7") == ("d8", "7")
+    assert parse_crop_label("d10-tens_70") == ("d10-tens", "70")
+    assert parse_crop_label("3_IMG001") == ("d6", "3")
+    assert parse_crop_label("IMG001") is None
+    (tmp_path / "5").mkdir()
+    cv2.imwrite(str(tmp_path / "5" / "x.png"), np.zeros((8, 8, 3), np.uint8))
+    assert [(p.name, k, f) for p, k, f in load_crops(tmp_path)] == [("x.png", "d6", "5")]
+
+
+@pytest.fixture(scope="module")
+def reader():
+    return DiceReader(threads=1)
+
+
+def test_shipped_reader_reads_the_demo_photos(reader):
+    """The shipped model on the embedded demo photos (real nellbyler tray photos with labels)."""
+    right = total = false = 0
+    for photo in sorted(DEMO.glob("*.jpg")):
+        reading = reader.read(load_image(photo), name=photo.name)
+        lines = (DEMO / "labels" / (photo.stem + ".txt")).read_text().split()
+        truth = sorted(str(int(lines[i]) + 1) for i in range(0, len(lines), 5))
+        faces = sorted(d.face for d in reading.dice if d.status == "ok")
+        total += len(truth)
+        right += sum(min(faces.count(f), truth.count(f)) for f in set(truth))
+        false += max(0, len(reading.dice) - len(truth))
+        for die in reading.dice:
+            assert die.kind == "d6" and 0 <= die.confidence <= 1 and die.status in ("ok", "unreadable")
+            assert die.box[0] < die.box[2] and die.box[1] < die.box[3]
+    assert right >= total - 1 and false <= 1
+
+
+def test_reader_rejects_bad_images_and_kinds(reader):
+    with pytest.raises(ValueError, match="uint8"):
+        reader.read(np.zeros((10, 10), np.float32))
+    with pytest.raises(ValueError, match="d7"):
+        reader.read(np.zeros((64, 64, 3), np.uint8), kinds=["d7"])
+    empty = reader.read(np.full((480, 640, 3), 120, np.uint8))
+    assert empty.dice == ()
+
+
+def test_read_crop_gives_one_die(reader):
+    photo = sorted(DEMO.glob("*.jpg"))[0]
+    image = load_image(photo)
+    h, w = image.shape[:2]
+    cls, cx, cy, bw, bh = (float(v) for v in (DEMO / "labels" / (photo.stem + ".txt")).read_text().split()[:5])
+    x0, y0, x1, y1 = int((cx - bw / 2) * w), int((cy - bh / 2) * h), int((cx + bw / 2) * w), int((cy + bh / 2) * h)
+    reading = reader.read_crop(image[y0:y1, x0:x1].copy())
+    assert len(reading.dice) == 1
+    assert reading.dice[0].status != "ok" or reading.dice[0].face == str(int(cls) + 1)
+
+
+def cli(*args):
+    return subprocess.run([sys.executable, "-m", "pi_table", *args], capture_output=True, text=True, timeout=120, cwd=REPO)
+
+
+def test_cli_read_json_on_a_demo_photo():
+    photo = sorted(DEMO.glob("*.jpg"))[1]
+    result = cli("read", str(photo), "--json", "--threads", "1")
+    assert result.returncode == 0, result.stderr
+    [line] = result.stdout.splitlines()
+    data = json.loads(line)
+    assert data["image"] == str(photo) and data["width"] == 640 and data["ms"] > 0
+    assert data["dice"] and all(set(d) >= {"kind", "face", "value", "box", "confidence", "status"} for d in data["dice"])
+
+
+@pytest.mark.parametrize("args, needle", [
+    (("read", "/no/such.jpg"), "/no/such.jpg"),
+    (("read", str(REPO / "README.md")), "README.md"),
+    (("read", str(DEMO / "LICENSE"), "--kinds", "d7"), "d7"),
+    (("eval", "/no/such/dir"), "/no/such/dir"),
+    (("eval", str(DEMO)), str(DEMO)),
+])
+def test_cli_bad_input_exits_2(args, needle):
+    result = cli(*args)
+    assert result.returncode == 2, result.stderr
+    assert needle in result.stderr and len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+def test_cli_eval_on_shared_data():
+    real = need_shared()
+    result = cli("eval", str(real / "matteop65-d6-desk" / "Valid"), "--json", "--limit", "8", "--threads", "1")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    s = data["all"]
+    assert s["images"] == 8 and s["dice"] > 8
+    assert 0 <= s["ece"] <= 1 and s["recall"] > 0.8 and s["read_right"] > 0.8
+
+
+def test_training_smoke(tmp_path):
+    """The training code runs end to end on a few images and its ONNX output loads in the reader."""
+    real = need_shared()
+    pytest.importorskip("torch")
+    result = subprocess.run([sys.executable, "-m", "pi_table.train", "--data", str(real), "--out", str(tmp_path), "--smoke"],
+                            capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    splits = json.loads((tmp_path / "splits.json").read_text())
+    valid = splits["folders"]["nellbyler-d6-tray"]["valid"]
+    assert len(valid) == 40 and not set(valid) & set(splits["folders"]["nellbyler-d6-tray"]["train"])
+    reading = DiceReader(tmp_path).read(load_image(sorted(DEMO.glob("*.jpg"))[0]))
+    assert reading.width == 640
