@@ -31,14 +31,16 @@ class LiveSource:
     settled = False
     spec = "webcam:0"
 
-    def __init__(self, images, fail: bool):
-        self.images, self.fail = images, fail
+    def __init__(self, images, fail: bool, on_end=None):
+        self.images, self.fail, self.on_end = images, fail, on_end
 
     def __iter__(self):
         for i, image in enumerate(self.images):
             yield Frame(image=image, t=i / 10, index=i, name=f"cam#{i}")
         if self.fail:
             raise RuntimeError("camera unplugged")
+        if self.on_end:
+            self.on_end()
 
     def close(self):
         pass
@@ -78,8 +80,9 @@ def test_camera_lost_and_back(tmp_path, mock_pins, monkeypatch):
 def test_black_and_corrupt_frames_are_skipped_with_a_notice(tmp_path, mock_pins, monkeypatch):
     black = np.zeros((240, 320, 3), np.uint8)
     frames = [tray([(60, 60)])] * 3 + [black] * 20 + [np.zeros((4, 4), np.uint8)]
-    monkeypatch.setattr("pi_table.service.open_source", lambda spec, interval_s=0: LiveSource(frames, fail=False))
     service = Service(Settings(state_dir=tmp_path, pin="1234", source="webcam:0"), reader=FakeReader(d6_reading(5)))
+    monkeypatch.setattr("pi_table.service.open_source",
+                        lambda spec, interval_s=0: LiveSource(frames, fail=False, on_end=service.stop_event.set))
     q = service.hub.subscribe()
     service.run()
     events = [q.get_nowait() for _ in range(q.qsize())]

@@ -79,7 +79,8 @@ def resolve(system: str, **options: Any) -> Resolution:
     Options per system (faces are ints on the die's own numbering; d10 "0" is 10):
 
     - ``contingency-action``: ``action=[8, 8, 8]``, ``pressure=[6, 6, 2]``, ``stat=N|None``.
-    - ``contingency-pool``: ``dice=[6, 2, 8, 1]``, ``drop="none"|"effect"|"consequence"``.
+    - ``contingency-pool``: ``dice=[6, 2, 8, 1]``, ``drop="none"|"effect"|"consequence"``,
+      ``action`` (the roll performs an action: band of the highest die), ``pool`` (expected count).
     - ``contingency-skill``: ``dice=[("d6", 5), ("d4", 4), ("d10", 9)]``, ``target=5``,
       ``advantage``, ``disadvantage``, ``modifiers``, ``luck=("d6", 3)``, ``action_number``,
       ``penalty_choice``, ``reposition``, ``path``; or ``choose_fail=True``; or
@@ -99,13 +100,13 @@ def resolve(system: str, **options: Any) -> Resolution:
         pressure = options.get("pressure")
         return contingency.resolve_action(options.get("action", ()), () if pressure is None else pressure, options.get("stat"))
     if system == "contingency-pool":
-        check_unknown(system, options, ("dice", "drop", "pool"))
+        check_unknown(system, options, ("dice", "drop", "pool", "action"))
         dice = options.get("dice", ())
         if options.get("pool") is not None:
             contingency.validate_pool_params({"pool": options["pool"]})
             if len(tuple(dice)) != options["pool"]:
                 raise ValueError(f"pool of {options['pool']} dice, but {len(tuple(dice))} faces given")
-        return contingency.resolve_pool(dice, options.get("drop", "none"))
+        return contingency.resolve_pool(dice, options.get("drop", "none"), options.get("action", False))
     if system == "contingency-skill":
         check_unknown(system, options, ("dice", "target", "advantage", "disadvantage", "modifiers", "luck",
                                         "action_number", "penalty_choice", "reposition", "path",
@@ -171,7 +172,7 @@ def resolve_dice(system: str, dice: Sequence[tuple[str, int]], params: Mapping[s
         faces = by_kind.get("d8", [])
         if p["pool"] is not None and len(faces) != p["pool"]:
             raise ValueError(f"pool of {p['pool']} d8 expected, {len(faces)} read")
-        return contingency.resolve_pool(faces, p["drop"])
+        return contingency.resolve_pool(faces, p["drop"], p["action"])
     if system == "charge":
         return charge.resolve(by_kind.get("d6", []), p["dots"], p["roll"], p["risk"], p["effect"],
                               p["assist"], p["push"], p["tension"])
@@ -214,7 +215,7 @@ _DETAIL: dict[str, Callable[..., OddsDetail]] = {
 }
 _ODDS_KEYS: dict[str, tuple[str, ...]] = {
     "contingency-action": ("dice", "pressure"),
-    "contingency-pool": ("dice",),
+    "contingency-pool": ("dice", "action"),
     "contingency-skill": ("dice", "target", "advantage", "disadvantage", "modifiers", "luck", "action_number",
                           "percentile", "chance"),
     "charge": ("dice", "roll", "assist", "push", "tension"),
@@ -228,7 +229,8 @@ def odds(system: str, **params: Any) -> dict[str, Fraction]:
     - ``odds("contract", dice=6, difficulty=6)``: dice 1..30, difficulty 2..10.
     - ``odds("contingency-action", dice=3, pressure=2)``: dice 0..20 (0 = zero-dice rule),
       pressure 0..20.
-    - ``odds("contingency-pool", dice=4)``: dice 1..20 (bands of the roll used as an action).
+    - ``odds("contingency-pool", dice=4)``: dice 1..20; ``action=True`` reads the roll as an
+      action (highest die), else the band of the dice that stay (see ``contingency.pool_read``).
     - ``odds("charge", dice=2)``: dice -20..20 (<= 0 zero dice), ``roll``, ``assist``,
       ``push``, ``tension`` as the table's params.
     - ``odds("contingency-skill", dice=["d6", "d8", "d10"], target=5)``: plus ``advantage``,

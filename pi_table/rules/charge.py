@@ -319,7 +319,9 @@ def _pool_of(dice: Any, roll: str, assist: Any, push: Any, tension: Any) -> int:
 
 
 def odds(dice: int = 1, roll: str = "action", assist: bool = False, push: str = "none", tension: bool = False) -> dict[str, Fraction]:
-    """Exact band odds of a Charge pool (INTERFACES.md "Python: exact odds").
+    """Exact band odds of a Charge pool (seed 004 "Rolling Dice", "Player Evens the Odds";
+    RULES.md ``charge``; INTERFACES.md "Python: exact odds"). Closed form: bad 3^n,
+    partial 5^n-3^n, full n*5^(n-1), critical the rest, over 6^n; zero dice over 36.
 
     Args:
         dice: dots / likelihood / momentum spent, -20..20 (<= 0 with no bonus dice: zero-dice rule).
@@ -333,8 +335,10 @@ def odds(dice: int = 1, roll: str = "action", assist: bool = False, push: str = 
 
 
 def odds_detail(dice: int = 1, roll: str = "action", assist: bool = False, push: str = "none", tension: bool = False) -> OddsDetail:
-    """Bands plus ``momentum_gained`` (0 whenever momentum was spent or the roll is not an
-    action roll) and the event ``consequence`` (a partial or bad action roll)."""
+    """Bands plus ``momentum_gained`` (seed 004 "Momentum": 1 / 2 / 3 on partial / full /
+    critical; 0 whenever momentum was spent or the roll is not an action roll) and the event
+    ``consequence`` (seed 004 "Consequences": a partial or bad action roll). Arguments and
+    errors as :func:`odds`."""
     pool = _pool_of(dice, roll, assist, push, tension)
     weights, den = band_weights(pool)
     bands = {b: Fraction(w, den) for b, w in zip(BANDS, weights)}

@@ -25,6 +25,7 @@ from pi_table.rules._common import (
     Resolution,
     TableEffects,
     binomial_row,
+    check_bool,
     check_choice,
     check_faces,
     check_int,
@@ -51,7 +52,7 @@ DROPS: tuple[str, ...] = ("none", "effect", "consequence")
 LAST_DIE_OFFERS: tuple[str, ...] = ("take a mark", "GM spends a tension token")
 
 ACTION_DEFAULTS: dict[str, Any] = {"stat": None, "pressure": None}
-POOL_DEFAULTS: dict[str, Any] = {"pool": None, "drop": "none"}
+POOL_DEFAULTS: dict[str, Any] = {"pool": None, "drop": "none", "action": False}
 
 _NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
@@ -211,7 +212,13 @@ def _check_action_counts(dice: Any, pressure: Any) -> tuple[int, int]:
 
 
 def action_odds(dice: int = 1, pressure: int = 0) -> dict[str, Fraction]:
-    """Exact outcome-band odds of a contingency-action roll (INTERFACES.md "Python: exact odds").
+    """Exact outcome-band odds of a contingency-action roll (seed 000 "Rolling the Dice",
+    "Adding Pressure", "Cutting Critical Successes", "Cutting Disastrous Outcomes"; RULES.md
+    ``contingency-action``; INTERFACES.md "Python: exact odds").
+
+    Closed form, no enumeration: the ladder index of N d8 has integer weights 1, 5^N-1,
+    7^N-5^N and Binomial(N, 1/8) rows for the 8s; the cuts are Binomial(P, 1/6); prefix
+    sums over cuts bucket ``index - cuts`` into bands in O(N + P) big-integer operations.
 
     Args:
         dice: action d8s, 0..20 (0 = zero-dice rule). pressure: d6 pressure dice, 0..20.
@@ -252,7 +259,7 @@ def action_odds(dice: int = 1, pressure: int = 0) -> dict[str, Fraction]:
 
 
 def action_odds_detail(dice: int = 1, pressure: int = 0) -> OddsDetail:
-    """Bands plus the side quantities of a contingency-action roll.
+    """Bands plus the side quantities of a contingency-action roll (seed 000).
 
     Sides: ``tension_tokens`` (gained by the GM), ``cuts`` (pressure 6s), ``critical_levels``
     (of the final outcome; 0 when it is not critical). Raises ValueError like :func:`action_odds`.
@@ -294,8 +301,14 @@ class PoolResolution(Resolution):
         offers: for a last die that stayed: "take a mark" or "GM spends a tension token"
             to force its removal (offered, never applied by the kit).
         depleted: the pool is empty: the event occurs / the resource is gone.
-        deciding_die, critical_levels: the band of the roll used as an action (highest die,
-            as contingency-action without pressure).
+        action: the pool roll is used to perform an action (seed 000: "the same resolution
+            mechanics apply to the outcome as if it were a standard action roll").
+        deciding_die, critical_levels: the die that set the outcome and its critical levels.
+            Used as an action (``action=True``): the highest die, as contingency-action
+            without pressure. A plain consumption roll (``action=False``, the default): the
+            highest die that stays in the pool (the dice at 6+ are the "clean or mixed"
+            results that leave it), or, when every die left, the highest die rolled. This is
+            the reading of INTERFACES.md's example (6,2,8,1 -> grim, 2 removed, 2 remaining).
     """
 
     dice: tuple[int, ...]
@@ -308,39 +321,58 @@ class PoolResolution(Resolution):
     depleted: bool
     deciding_die: int
     critical_levels: int
+    action: bool = False
 
     def odds_params(self) -> dict:
-        return {"dice": len(self.dice)}
+        return {"dice": len(self.dice), "action": self.action}
 
 
 def validate_pool_params(params: Mapping[str, Any]) -> dict:
     """Table parameters of contingency-pool: ``pool`` (expected d8 count, 1..20, or None = as
-    read) and ``drop`` (one of :data:`DROPS`)."""
+    read), ``drop`` (one of :data:`DROPS`) and ``action`` (bool: the roll performs an action,
+    so its band is the highest die). Raises ValueError naming a bad key or value."""
     check_unknown(POOL, params, POOL_DEFAULTS)
     out = dict(POOL_DEFAULTS)
     out.update(params)
     if out["pool"] is not None:
         check_int("pool", out["pool"], 1, MAX_DICE)
     check_choice("drop", out["drop"], DROPS)
+    check_bool("action", out["action"])
     return out
 
 
-def resolve_pool(dice: Sequence[int], drop: str = "none") -> PoolResolution:
-    """Resolve a roll of a diminishing resource pool (seed 000; RULES.md ``contingency-pool``).
+def pool_read(faces: Sequence[int], action: bool) -> tuple[int, int, int]:
+    """Ladder index of a pool roll: ``(index, deciding face, 8s counted)``.
+
+    ``action``: the highest die (as :func:`read_d8s`). Otherwise the highest die that stays
+    (below 6), or the highest die rolled when every die is removed.
+    """
+    stay = [f for f in faces if f < 6]
+    if action or not stay:
+        return read_d8s(faces, False)
+    return read_d8s(stay, False)
+
+
+def resolve_pool(dice: Sequence[int], drop: str = "none", action: bool = False) -> PoolResolution:
+    """Resolve a roll of a diminishing resource pool (seed 000 "Diminishing Resource Pools";
+    RULES.md ``contingency-pool``).
 
     Args:
         dice: faces of every d8 rolled (1..20 of them, each 1..8).
         drop: one of :data:`DROPS`: whether one die was dropped before the roll and why.
+        action: the roll performs an action: the band is the highest die (RULES.md). Else
+            the band is read from the dice that stay (see :class:`PoolResolution`).
 
     Raises:
         ValueError: a face off the d8, a count out of range, an unknown drop choice.
     """
     faces = check_faces("dice", dice, 8, 1, MAX_DICE)
     check_choice("drop", drop, DROPS)
+    check_bool("action", action)
     dropped = 0 if drop == "none" else 1
     removed = sum(1 for f in faces if f >= 6)
     remaining = len(faces) - removed
-    index, deciding, eights = read_d8s(faces, False)
+    index, deciding, eights = pool_read(faces, action)
     outcome, levels, _ = band_of(index)
     offers = LAST_DIE_OFFERS if len(faces) == 1 and removed == 0 else ()
 
@@ -354,31 +386,66 @@ def resolve_pool(dice: Sequence[int], drop: str = "none") -> PoolResolution:
         why.append("no die removed: the GM applies a secondary effect or minor consequence")
     if offers:
         why.append("last die stayed: take a mark, or the GM spends a tension token, to remove it")
-    if outcome == "critical":
-        why.append(f"as an action: {_count_word(eights)} 8s, critical {plural(levels, 'level')}")
+    if action:
+        head = "as an action: "
+    elif remaining:
+        head = "highest die left in the pool: "
     else:
-        why.append(f"as an action: highest die {deciding}, {outcome}")
+        head = "every die removed: "
+    if outcome == "critical":
+        why.append(f"{head}{_count_word(eights)} 8s, critical {plural(levels, 'level')}")
+    else:
+        why.append(f"{head}{deciding}, {outcome}")
     return PoolResolution(
         system=POOL, outcome=outcome, why=tuple(why), effects=TableEffects(),
         dice=faces, drop=drop, pool_before=len(faces) + dropped, removed=removed, remaining=remaining,
         no_removal=removed == 0, offers=offers, depleted=remaining == 0, deciding_die=deciding,
-        critical_levels=levels,
+        critical_levels=levels, action=action,
     )
 
 
-def pool_odds(dice: int = 1) -> dict[str, Fraction]:
-    """Exact band odds of a pool roll used as an action: ``dice`` d8 (1..20), no pressure.
+def pool_index_weights(dice: int, action: bool = False) -> tuple[list[int], int]:
+    """Integer weights of the ladder index of a pool roll of ``dice`` d8 (see :func:`pool_read`),
+    and the denominator ``8**dice``.
 
+    Not an action: any die in 2..5 -> grim; else any 1 -> disastrous; else (every die 6+)
+    mixed / clean / critical by the 8s among dice that all show 6, 7 or 8.
+    """
+    if action:
+        return action_index_weights(dice)
+    n = dice
+    eights = binomial_row(n, 1, 2)  # among n dice each 6, 7 or 8: exactly k eights
+    weights = [4**n - 3**n, 8**n - 4**n, eights[0]] + eights[1:]
+    return weights, 8**n
+
+
+def _pool_bands(weights: list[int], den: int) -> dict[str, Fraction]:
+    band = [0] * 5
+    for i, w in enumerate(weights):
+        band[min(i, 4)] += w
+    return {name: Fraction(b, den) for name, b in zip(LADDER, band)}
+
+
+def pool_odds(dice: int = 1, action: bool = False) -> dict[str, Fraction]:
+    """Exact band odds of a pool roll of ``dice`` d8 (1..20), no pressure (seed 000).
+
+    ``action=True``: read as an action (highest die), as ``action_odds(dice, 0)``; else the
+    reading of :func:`pool_read`. Returns ``{band: Fraction}`` over :data:`LADDER`, summing to 1.
     Raises ValueError for a count out of range.
     """
     check_int("dice", dice, 1, MAX_DICE)
-    return action_odds(dice, 0)
+    check_bool("action", action)
+    if action:
+        return action_odds(dice, 0)
+    return _pool_bands(*pool_index_weights(dice, False))
 
 
-def pool_odds_detail(dice: int = 1) -> OddsDetail:
-    """Bands, ``removed`` (dice at 6+, Binomial(dice, 3/8)) and the events ``no_removal``,
-    ``depleted`` and ``last_die_offer`` of a pool of ``dice`` d8 (1..20)."""
+def pool_odds_detail(dice: int = 1, action: bool = False) -> OddsDetail:
+    """Bands, ``removed`` (dice at 6+, Binomial(dice, 3/8)), ``remaining``, and the events
+    ``no_removal``, ``depleted`` and ``last_die_offer`` of a pool of ``dice`` d8 (1..20).
+    Raises ValueError for a count out of range."""
     check_int("dice", dice, 1, MAX_DICE)
+    check_bool("action", action)
     den = 8**dice
     removed = binomial_row(dice, 3, 5)
     events = {
@@ -386,5 +453,6 @@ def pool_odds_detail(dice: int = 1) -> OddsDetail:
         "depleted": Fraction(3**dice, den),
         "last_die_offer": Fraction(5, 8) if dice == 1 else Fraction(0),
     }
-    return OddsDetail(POOL, {"dice": dice}, action_odds(dice, 0),
-                      {"removed": {k: Fraction(v, den) for k, v in enumerate(removed)}}, events)
+    sides = {"removed": {k: Fraction(v, den) for k, v in enumerate(removed)},
+             "remaining": {dice - k: Fraction(v, den) for k, v in reversed(list(enumerate(removed)))}}
+    return OddsDetail(POOL, {"dice": dice, "action": action}, pool_odds(dice, action), sides, events)

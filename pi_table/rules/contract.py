@@ -127,8 +127,10 @@ def _check(dice: Any, difficulty: Any) -> tuple[int, int]:
 
 
 def odds(dice: int = 1, difficulty: int = 6) -> dict[str, Fraction]:
-    """Exact band odds of ``dice`` d10 (1..30) at ``difficulty`` (2..10), INTERFACES.md
-    "Python: exact odds". Returns ``{band: Fraction}`` over :data:`BANDS`, summing to 1.
+    """Exact band odds of ``dice`` d10 (1..30) at ``difficulty`` (2..10) (seed 003 "Outcome";
+    RULES.md ``contract``; INTERFACES.md "Python: exact odds"). One polynomial power by
+    Kronecker substitution (:func:`pi_table.rules._common.poly_pow`), denominator 10**dice.
+    Returns ``{band: Fraction}`` over :data:`BANDS`, summing to 1.
 
     Raises ValueError for a value out of range (named).
     """
@@ -146,7 +148,8 @@ def odds(dice: int = 1, difficulty: int = 6) -> dict[str, Fraction]:
 
 
 def odds_detail(dice: int = 1, difficulty: int = 6) -> OddsDetail:
-    """Bands plus ``successes``: the exact distribution of the success total (-dice..2*dice)."""
+    """Bands plus ``successes``: the exact distribution of the success total (-dice..2*dice)
+    (seed 003). Arguments and errors as :func:`odds`."""
     dice, difficulty = _check(dice, difficulty)
     w = success_weights(dice, difficulty)
     den = 10**dice

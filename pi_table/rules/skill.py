@@ -643,7 +643,11 @@ def odds(
     dice: Sequence[Any] = ("d6", "d6", "d6"), target: Any = 4, advantage: int = 0, disadvantage: int = 0,
     modifiers: Any = None, luck: bool = False, action_number: int = 1, percentile: bool = False, chance: int | None = None,
 ) -> dict[str, Fraction]:
-    """Exact success/failure odds of a skill check (INTERFACES.md "Python: exact odds").
+    """Exact success/failure odds of a skill check (seed 001 "Making Skill Rolls",
+    "Advantage and Disadvantage", "Luck Dice"; seed 002 "Performing Multiple Actions";
+    INTERFACES.md "Python: exact odds"). Without penalties: per die and face, the count of
+    combinations in which it is the result die (the sort rule's total order), O(sum of sizes);
+    with luck the luck die's size follows that die.
 
     Args:
         dice: three kinds ("d4".."d12" or 4..12). target, advantage, disadvantage, modifiers,
@@ -694,8 +698,9 @@ def odds_detail(
     dice: Sequence[Any] = ("d6", "d6", "d6"), target: Any = 4, advantage: int = 0, disadvantage: int = 0,
     modifiers: Any = None, luck: bool = False, action_number: int = 1, percentile: bool = False, chance: int | None = None,
 ) -> OddsDetail:
-    """Bands plus the side quantities of a skill check: ``result`` (result die + luck),
-    ``player_omens`` and ``gm_omens`` (luck die included), and the event ``fail_by_one``.
+    """Bands plus the side quantities of a skill check (seed 001 "Omen Tokens", "Failing By
+    One"): ``result`` (result die + luck), ``player_omens`` and ``gm_omens`` (luck die
+    included), and the event ``fail_by_one``.
     Arguments and errors as :func:`odds`."""
     if percentile:
         return _percentile_detail(chance)

@@ -1,0 +1,176 @@
+"""``pi-table resolve`` / ``odds`` / ``bench-odds`` (INTERFACES.md "Command line")."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from fractions import Fraction
+
+import pytest
+
+import pi_table.cli as kit_cli
+from pi_table.rules import cli as rules_cli
+from pi_table.rules import odds
+
+HAVE_FULL_CLI = all(importlib.util.find_spec(m) is not None for m in ("pi_table.vision.cli",))
+
+
+def _rules_only_parser():
+    parser = kit_cli.Parser(prog="pi-table")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=kit_cli.Parser)
+    rules_cli.register(sub)
+    return parser
+
+
+@pytest.fixture
+def cli(monkeypatch, capsys):
+    """Run ``pi-table ARGS`` in-process: (exit status, stdout, stderr)."""
+    if not HAVE_FULL_CLI:  # the vision stage's CLI is another stage's work; test ours alone meanwhile
+        monkeypatch.setattr(kit_cli, "build_parser", _rules_only_parser)
+
+    def run(*argv: str):
+        try:
+            rc = kit_cli.main(list(argv))
+        except SystemExit as exc:
+            rc = exc.code
+        out = capsys.readouterr()
+        return rc, out.out, out.err
+    return run
+
+
+def test_resolve_action_json(cli):
+    rc, out, _ = cli("resolve", "contingency-action", "--action", "8,8,8", "--pressure", "6,6,2", "--json")
+    assert rc == 0
+    d = json.loads(out)
+    assert {k: d[k] for k in ("system", "outcome", "critical_levels", "cuts", "tension_tokens")} == {
+        "system": "contingency-action", "outcome": "clean", "critical_levels": 0, "cuts": 2, "tension_tokens": 0}
+
+
+def test_resolve_action_zero_stat(cli):
+    rc, out, _ = cli("resolve", "contingency-action", "--action", "8,8", "--stat", "0", "--json")
+    assert rc == 0 and json.loads(out)["outcome"] == "clean"
+
+
+def test_resolve_skill_json(cli):
+    rc, out, _ = cli("resolve", "contingency-skill", "--dice", "d6=5,d4=4,d10=9", "--target", "5", "--json")
+    d = json.loads(out)
+    assert rc == 0
+    assert {k: d[k] for k in ("system", "outcome", "result", "result_die", "player_omens", "gm_omens")} == {
+        "system": "contingency-skill", "outcome": "success", "result": 5, "result_die": "d6", "player_omens": 1,
+        "gm_omens": 0}
+
+
+def test_resolve_skill_all_options(cli):
+    rc, out, _ = cli("resolve", "contingency-skill", "--dice", "d6=5,d4=4,d10=9", "--target", "5", "--advantage", "1",
+                     "--disadvantage", "1", "--luck", "d6=3", "--modifiers", "d10=-2", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["result"] == 8 and d["luck"] == ["d6", 3] and d["faces"] == [5, 4, 7]
+    rc, out, _ = cli("resolve", "contingency-skill", "--dice", "d6=1,d8=4,d10=9", "--action-number", "2", "--json")
+    assert rc == 0 and len(json.loads(out)["penalty_options"]) == 3
+    rc, out, _ = cli("resolve", "contingency-skill", "--dice", "d6=6,d8=3,d10=8", "--reposition", "--json")
+    assert json.loads(out)["movement_points"] == 7
+    rc, out, _ = cli("resolve", "contingency-skill", "--choose-fail", "--advantage", "1", "--json")
+    assert json.loads(out)["gm_omens"] == 3
+    rc, out, _ = cli("resolve", "contingency-skill", "--percentile", "90,0", "--chance", "10", "--json")
+    assert json.loads(out)["outcome"] == "success"
+
+
+def test_resolve_pool_charge_contract(cli):
+    rc, out, _ = cli("resolve", "contingency-pool", "--dice", "6,2,8,1", "--json")
+    d = json.loads(out)
+    assert rc == 0 and (d["system"], d["outcome"], d["removed"], d["remaining"]) == ("contingency-pool", "grim", 2, 2)
+    rc, out, _ = cli("resolve", "charge", "--dice", "6,6,3", "--json")
+    d = json.loads(out)
+    assert (d["system"], d["outcome"], d["momentum_gained"]) == ("charge", "critical", 3)
+    rc, out, _ = cli("resolve", "charge", "--dice", "6,6", "--dots", "0", "--json")
+    assert json.loads(out)["outcome"] == "full"
+    rc, out, _ = cli("resolve", "contract", "--dice", "10,6,1,3", "--difficulty", "6", "--json")
+    d = json.loads(out)
+    assert (d["system"], d["outcome"], d["successes"]) == ("contract", "partial", 2)
+    rc, out, _ = cli("resolve", "contract", "--dice", "0,6", "--json")  # a printed "0" is 10
+    assert json.loads(out)["successes"] == 3
+
+
+def test_resolve_human_readable(cli):
+    rc, out, _ = cli("resolve", "contingency-action", "--action", "1", "--pressure", "6,6")
+    assert rc == 0 and "DISASTROUS" in out and "tension" in out
+
+
+def test_odds_json_shape(cli):
+    rc, out, _ = cli("odds", "contract", "--dice", "6", "--difficulty", "6", "--json")
+    d = json.loads(out)
+    assert rc == 0
+    exact = odds("contract", dice=6, difficulty=6)
+    for band, p in exact.items():
+        assert d[band]["exact"] == f"{p.numerator}/{p.denominator}"
+        assert d[band]["p"] == pytest.approx(float(p))
+    assert sum(Fraction(d[b]["exact"]) for b in exact) == 1
+    assert sum(Fraction(v["exact"]) for v in d["sides"]["successes"].values()) == 1
+
+
+def test_odds_notation_and_sides(cli):
+    rc, out, _ = cli("odds", "contingency-action", "3d", "1p", "+2p", "--json")
+    d = json.loads(out)
+    assert rc == 0 and d["params"] == {"dice": 3, "pressure": 3}
+    assert Fraction(d["clean"]["exact"]) == odds("contingency-action", dice=3, pressure=3)["clean"]
+    assert set(d["sides"]) >= {"tension_tokens", "cuts", "critical_levels"}
+    rc, out, _ = cli("odds", "contingency-action", "--dice", "3", "--pressure", "3", "--json")
+    assert json.loads(out)["clean"] == d["clean"]
+    rc, out, _ = cli("odds", "charge", "2d6", "--json")
+    assert json.loads(out)["sides"]["momentum_gained"]["3"]["exact"] == "1/36"
+    rc, out, _ = cli("odds", "contingency-skill", "d6", "d8", "d10", "--target", "5", "--luck", "yes", "--json")
+    d = json.loads(out)
+    assert rc == 0 and set(d["sides"]) >= {"player_omens", "gm_omens", "result"}
+    rc, out, _ = cli("odds", "contingency-skill", "10%", "--json")
+    assert json.loads(out)["success"]["exact"] == "1/10"
+    rc, out, _ = cli("odds", "contract", "12d10")
+    assert rc == 0 and "exceptional" in out
+
+
+@pytest.mark.parametrize("argv, bad", [
+    (("resolve", "nosuch", "--dice", "1"), "nosuch"),
+    (("odds", "nosuch"), "nosuch"),
+    (("resolve", "contract", "--dice", "11"), "11"),
+    (("resolve", "contingency-action", "--action", "8,9"), "9"),
+    (("resolve", "contingency-action", "--action", "8,,8"), "''"),
+    (("resolve", "contingency-action", "--action", "8,x"), "x"),
+    (("resolve", "contingency-skill", "--dice", "d6=5,d4=4,d10:"), "d10:"),
+    (("resolve", "contingency-skill", "--dice", "d6=5,d4=4,d20=9"), "d20"),
+    (("resolve", "charge", "--dice", "7"), "7"),
+    (("odds", "contract", "--dice", "31"), "31"),
+    (("odds", "contract", "--dice", "6", "--difficulty", "11"), "11"),
+    (("odds", "contingency-action", "--dice", "21"), "21"),
+    (("odds", "contingency-action", "3q"), "3q"),
+    (("odds", "contract", "--dice", "six"), "six"),
+    (("resolve", "contract", "--dice", "5", "--action", "3"), "--action"),
+    (("resolve", "contingency-action", "--action", str("8," * 21).strip(",")), "21"),
+])
+def test_bad_input_exit_2_one_line(cli, argv, bad):
+    rc, out, err = cli(*argv)
+    assert rc == 2
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert bad in err
+
+
+def test_bench_odds_small(cli):
+    rc, out, _ = cli("bench-odds", "--small", "--repeats", "3", "--json")
+    assert rc == 0
+    report = json.loads(out)
+    assert report["kit_under_budget"] in (True, False)
+    assert len(report["cases"]) == 3
+    for case in report["cases"]:
+        assert case["kit"]["warm_ms"] > 0
+        for lib in ("icepool", "dyce"):
+            assert "error" in case[lib] or case[lib]["agrees"]
+
+
+@pytest.mark.skipif(not HAVE_FULL_CLI, reason="pi_table.vision.cli (another stage) is not there yet")
+def test_console_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "pi_table", "resolve", "contingency-action", "--action", "8,8,8",
+                           "--pressure", "6,6,2", "--json"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and json.loads(proc.stdout)["outcome"] == "clean"
+    proc = subprocess.run([sys.executable, "-m", "pi_table", "resolve", "nosuch"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "nosuch" in proc.stderr and "Traceback" not in proc.stderr
