@@ -23,6 +23,7 @@ from pi_table.capture import RollSettler, SettledRoll, open_source
 from pi_table.outputs.events import Event, EventHub
 from pi_table.outputs.gpio import Panel, PinConfig
 from pi_table.table import Roll, Table, TableState
+from pi_table.table.state import START_MOMENTUM
 
 log = logging.getLogger("pi_table")
 
@@ -188,9 +189,29 @@ class Service:
             reading = self.reader.read(image, name=settled.frame.name, kinds=KINDS_BY_SYSTEM.get(system))
             roll = self.table.record(reading, image=self._store_image(image))
             self.rolls_read += 1
-        self.hub.publish(Event("roll", roll.to_json()))
+        self._publish_roll(roll)
         self._changed(status="reroll" if roll.outcome == "reroll" else "ready")
         return roll
+
+    def _publish_roll(self, roll: Roll) -> None:
+        """Send a roll to the viewers; if its odds are still being computed (slow skill-check
+        odds), send it again, as stored then, once they are ready."""
+        future = roll.odds_future()
+        data = roll.to_json()
+        self.hub.publish(Event("roll", data))
+        if future is None or data["odds"] is not None:
+            return
+
+        def again(done) -> None:
+            if done.cancelled() or done.exception() is not None or done.result() is None:
+                return
+            try:
+                fresh = self.table.roll(roll.id) if roll.id is not None else roll
+                self.hub.publish(Event("roll", fresh.to_json()))
+            except Exception:  # closed table, deleted roll: the next state brings it
+                log.debug("could not re-send roll %s with its odds", roll.id, exc_info=True)
+
+        future.add_done_callback(again)
 
     def _store_image(self, image) -> str | None:
         """Write the photo a roll was read from; its path, or None (and a notice) if it cannot be."""
@@ -311,7 +332,7 @@ class Service:
         return self.table.state(tuple(self.notices.values()))
 
     def _show(self, status: str | None = None) -> None:
-        tokens = self.table.tokens
+        tokens = self.table.shown_tokens()  # momentum: the roller's, when one is picked
         omens = tokens.momentum if self.table.system == "charge" else tokens.gm_omens
         self.panel.show_tokens(tokens.tension, omens)
         if status is not None:
@@ -349,7 +370,7 @@ class Service:
 
     def correct_die(self, roll_id: int, index: int, face: str) -> Roll:
         roll = self.table.correct_die(roll_id, index, face)
-        self.hub.publish(Event("roll", roll.to_json()))
+        self._publish_roll(roll)
         self._changed(status="reroll" if roll.outcome == "reroll" else "ready")
         return roll
 
@@ -357,6 +378,31 @@ class Service:
         done = self.table.undo()
         self._changed()
         return done
+
+    # players and the roller (seed 004 momentum, seed 001 luck): see Table.add_player etc.
+    def add_player(self, name: str, momentum: int | None = None, luck: int | None = None):
+        """Add a player; momentum defaults to 2 (seed 004), luck to 0. ValueError on bad input."""
+        player = self.table.add_player(name, START_MOMENTUM if momentum is None else momentum, 0 if luck is None else luck)
+        self._changed()
+        return player
+
+    def remove_player(self, player_id: int):
+        """Remove a player (KeyError if there is none)."""
+        player = self.table.remove_player(player_id)
+        self._changed()
+        return player
+
+    def update_player(self, player_id: int, /, **changes):
+        """Set a player's momentum/luck/name (KeyError: no player; ValueError: bad value)."""
+        player = self.table.update_player(player_id, **changes)
+        self._changed()
+        return player
+
+    def set_roller(self, player_id: int | None) -> TableState:
+        """Pick whose roll the next one is (None: no one). ValueError for an unknown id."""
+        self.table.set_roller(player_id)
+        self._changed()
+        return self.state()
 
     def reread(self) -> Roll | None:
         """Read the last settled frame again (the re-read button)."""

@@ -94,3 +94,50 @@ def test_gm_control_changes_the_leds(served, page):
 
 def mock_pin_lit(service: Service, pin: int) -> bool:
     return bool(service.panel.factory.pin(pin).state)
+
+
+def test_viewer_draws_the_odds_chart_and_the_players(served, page):
+    service, base = served
+    ana = service.add_player("Ana", luck=1)
+    service.set_roller(ana.id)
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    page.wait_for_selector("#players .player.roller", timeout=10_000)
+    assert page.locator("#odds").is_hidden()  # no roll yet, no chart
+    roll_now(service)  # 6,6,2: critical, +3 momentum to Ana
+    page.wait_for_selector("#odds .odds-row.hit", timeout=10_000)
+    rows = page.locator("#odds .odds-row")
+    assert rows.count() == 4  # charge: bad, partial, full, critical
+    assert page.locator("#odds .odds-row.hit").count() == 1
+    assert "critical" in page.inner_text("#odds .odds-row.hit .ob").lower()
+    hit_pct = page.inner_text("#odds .odds-row.hit .op")
+    assert hit_pct == "7.4%"  # 2/27 for three d6 (rules.odds("charge", dice=3))
+    widths = page.eval_on_selector_all("#odds .bar i", "els => els.map(e => e.getBoundingClientRect().width)")
+    assert widths[1] > widths[3] > 0  # partial 49/108 is drawn longer than critical 2/27
+    chart = page.locator("#odds").bounding_box()
+    assert chart["width"] <= 390  # fits the small phone's width
+    page.wait_for_function("document.querySelector('#players .roller .momentum').textContent === '5'", timeout=10_000)
+    assert "Ana's roll" in page.inner_text("#by")
+    assert "luck 1" in page.inner_text("#players")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "viewer-odds.png"), full_page=True)
+
+
+def test_gm_adds_a_player_and_picks_the_roller(served, page):
+    service, base = served
+    page.goto(base + "/gm")
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    page.fill("#player-name", "Bo")
+    page.click("#add-player button")
+    page.wait_for_selector(".player-gm", timeout=10_000)
+    assert [p.name for p in service.table.players()] == ["Bo"]
+    page.check(".player-gm input[type=radio]")
+    page.wait_for_function("document.getElementById('msg').textContent.includes('rolls next')", timeout=10_000)
+    assert service.table.roller == service.table.players()[0].id
+    page.click(".player-gm .stepper.luck .plus")
+    page.wait_for_function("document.querySelector('.player-gm .stepper.luck .val').textContent === '1'", timeout=10_000)
+    assert service.table.players()[0].luck == 1
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "gm-players.png"), full_page=True)

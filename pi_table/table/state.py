@@ -4,6 +4,10 @@ Rolls are resolved with :func:`pi_table.rules.resolve_dice` under the table's sy
 their :class:`pi_table.rules.TableEffects` (tension tokens, GM omens, momentum) are added
 to the table's tokens (seed 000 "Cutting Disastrous Outcomes", seed 001 omens, seed 004
 momentum). GM changes are logged so that ``undo`` restores the state before the last one.
+
+Players (seed 004 momentum, seed 001 luck points) live in the ``players`` table; the GM
+picks the *roller* (settings key ``roller``), and the momentum a roll gains goes to the
+roller (to the table-level ``tokens.momentum`` while no roller is picked).
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ import json
 import sqlite3
 import threading
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pi_table import rules
+from pi_table.table.odds import odds_future, roll_odds
 from pi_table.vision.dice import Die, Reading, face_value
 
 SCHEMA = """
@@ -37,12 +43,31 @@ CREATE TABLE IF NOT EXISTS changes (
     what TEXT NOT NULL,
     before TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS players (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name TEXT NOT NULL,
+    momentum INTEGER NOT NULL,
+    luck INTEGER NOT NULL
+);
 """
+
+#: Most players a table keeps.
+MAX_PLAYERS = 20
+#: Most momentum or luck points a player can hold (the GM sets 0..MAX_POINTS).
+MAX_POINTS = 99
+#: Momentum a new player starts with (seed 004 "Momentum": every player starts a session with 2).
+START_MOMENTUM = 2
+#: Longest player name, in characters.
+MAX_NAME = 40
 
 #: Outcome of a roll that cannot be resolved until the GM fixes a die or the dice are re-rolled.
 REROLL = "reroll"
 #: Outcome of a roll whose dice do not fit the system (wrong kinds or count).
 INVALID = "invalid"
+#: GM changes that touch only players and the roller (undone without touching the tokens).
+PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller")
+#: Longest a roll's JSON waits for odds computed in the background, in seconds.
+ODDS_WAIT_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -52,7 +77,9 @@ class Tokens:
     Attributes:
         tension: the GM's tension tokens (seed 000), never below 0.
         gm_omens: the GM's omens for this scene (seed 001), reset by a new scene.
-        momentum: the roller's momentum (seed 004), never below 0.
+        momentum: momentum (seed 004), never below 0. In :class:`TableState` it is the
+            roller's momentum when the GM has picked a roller; otherwise the table-level
+            count that rolls without a roller add to.
     """
 
     tension: int = 0
@@ -61,6 +88,41 @@ class Tokens:
 
     def to_json(self) -> dict:
         return {"tension": self.tension, "gm_omens": self.gm_omens, "momentum": self.momentum}
+
+
+@dataclass(frozen=True)
+class Player:
+    """One player at the table.
+
+    Attributes:
+        id: database id (1, 2, ...; never reused).
+        name: 1..MAX_NAME printable characters, unique at the table (case-insensitive).
+        momentum: momentum points (seed 004 "Momentum"), 0..MAX_POINTS.
+        luck: luck points (seed 001 "Luck Dice": one buys a luck die), 0..MAX_POINTS.
+    """
+
+    id: int
+    name: str
+    momentum: int
+    luck: int
+
+    def to_json(self) -> dict:
+        """``{"id", "name", "momentum", "luck"}``, as in ``GET /api/players``."""
+        return {"id": self.id, "name": self.name, "momentum": self.momentum, "luck": self.luck}
+
+
+def check_points(name: str, value: Any) -> int:
+    """``value`` if it is an integer in 0..MAX_POINTS; ValueError naming ``name`` and the value."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_POINTS:
+        raise ValueError(f"{name} must be an integer in 0..{MAX_POINTS}, got {value!r}")
+    return value
+
+
+def check_name(name: Any) -> str:
+    """A player name stripped of outer spaces; ValueError unless 1..MAX_NAME printable characters."""
+    if not isinstance(name, str) or not name.strip() or len(name.strip()) > MAX_NAME or not name.strip().isprintable():
+        raise ValueError(f"name must be 1..{MAX_NAME} printable characters, got {name!r}")
+    return name.strip()
 
 
 @dataclass(frozen=True)
@@ -77,6 +139,7 @@ class Roll:
         result: the resolution's JSON (``Resolution.to_json()``), or ``{}``.
         why: short sentences explaining the outcome.
         image: path of the stored photo, or None.
+        player: ``{"id", "name"}`` of the roller the roll was recorded for, or None.
     """
 
     id: int | None
@@ -88,9 +151,28 @@ class Roll:
     result: dict
     why: tuple[str, ...]
     image: str | None = None
+    player: dict | None = None
+
+    def odds(self, wait_s: float | None = ODDS_WAIT_S) -> dict | None:
+        """Exact odds of each outcome band for this roll's system, params and dice
+        (:func:`pi_table.table.odds.roll_odds`): ``{band: {"p", "exact"}}``, worst first.
+        None for ``reroll``/``invalid`` rolls, and while slow odds are still being computed
+        after ``wait_s`` seconds (None: wait for them)."""
+        if self.outcome in (REROLL, INVALID):
+            return None
+        return roll_odds(self.system, self.params, [d.kind for d in self.reading.dice], wait_s)
+
+    def odds_future(self) -> "Future | None":
+        """A future of this roll's odds (done at once unless they are slow to compute);
+        None for ``reroll``/``invalid`` rolls."""
+        if self.outcome in (REROLL, INVALID):
+            return None
+        return odds_future(self.system, self.params, [d.kind for d in self.reading.dice])
 
     def to_json(self) -> dict:
-        """The roll as served by the HTTP API: dice as in ``read --json`` plus ``outcome``."""
+        """The roll as served by the HTTP API: dice as in ``read --json`` plus ``outcome``,
+        ``odds`` (``{band: {"p": float, "exact": "n/d"}}`` worst band first, or null) and
+        ``player`` (``{"id", "name"}`` of the roller, or null)."""
         return {
             "id": self.id,
             "time": self.t,
@@ -106,18 +188,23 @@ class Roll:
             "why": list(self.why),
             "image_url": f"/api/rolls/{self.id}/image" if self.image and self.id is not None else None,
             "saved": self.id is not None,
+            "odds": self.odds(),
+            "player": self.player,
         }
 
 
 @dataclass(frozen=True)
 class TableState:
-    """What ``GET /api/state`` serves: system, params, tokens and the newest roll."""
+    """What ``GET /api/state`` serves: system, params, tokens and the newest roll, plus
+    ``players`` (list of :meth:`Player.to_json`) and ``roller`` (a player id or null)."""
 
     system: str
     params: dict
     tokens: Tokens
     last_roll: Roll | None = None
     notices: tuple[str, ...] = field(default_factory=tuple)
+    players: tuple[Player, ...] = ()
+    roller: int | None = None
 
     def to_json(self) -> dict:
         return {
@@ -126,6 +213,8 @@ class TableState:
             "tokens": self.tokens.to_json(),
             "last_roll": self.last_roll.to_json() if self.last_roll else None,
             "notices": list(self.notices),
+            "players": [p.to_json() for p in self.players],
+            "roller": self.roller,
         }
 
 
@@ -225,14 +314,16 @@ class Table:
             if self._pending:
                 notices = (*notices, f"{len(self._pending)} roll(s) not saved yet ({self.last_error}); kept in memory")
             system, params = self._cached_system()
-            return TableState(system, params, self.tokens, rolls[0] if rolls else None, notices)
+            players, roller = self.players(), self.roller
+            return TableState(system, params, self.shown_tokens(players, roller), rolls[0] if rolls else None,
+                              notices, tuple(players), roller)
 
     # -- rolls ----------------------------------------------------------------------------
     def _row_to_roll(self, row: tuple) -> Roll:
         rid, t, system, params, reading, outcome, result, image = row
         result = json.loads(result)
         return Roll(rid, t, system, json.loads(params), _reading_from_json(reading), outcome,
-                    result.get("result", {}), tuple(result.get("why", ())), image)
+                    result.get("result", {}), tuple(result.get("why", ())), image, result.get("player"))
 
     def rolls(self, limit: int = 50) -> list[Roll]:
         """Newest first. Raises ValueError for a limit outside 1..1000."""
@@ -250,11 +341,13 @@ class Table:
             raise KeyError(f"no roll {roll_id}")
         return self._row_to_roll(row)
 
-    def _apply(self, tokens: Tokens, effects: "rules.TableEffects", sign: int = 1) -> Tokens:
+    def _apply(self, tokens: Tokens, effects: "rules.TableEffects", sign: int = 1, momentum: bool = True) -> Tokens:
+        """Tokens plus (sign 1) or minus (-1) a roll's effects; ``momentum=False`` leaves the
+        table-level momentum alone (it went to a player)."""
         return Tokens(
             tension=max(0, tokens.tension + sign * effects.tension_tokens),
             gm_omens=max(0, tokens.gm_omens + sign * effects.gm_omens),
-            momentum=max(0, tokens.momentum + sign * effects.momentum),
+            momentum=max(0, tokens.momentum + sign * effects.momentum) if momentum else tokens.momentum,
         )
 
     def record(self, reading: Reading, image: str | None = None, t: float | None = None) -> Roll:
@@ -306,8 +399,10 @@ class Table:
         system, params = self.system, self.params
         self._system_cache = (system, params)
         outcome, result, why, effects = resolve_reading(system, params, reading)
-        tokens = self._apply(self.tokens, effects)
-        payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__})
+        roller = self._roller_player()
+        who = {"id": roller.id, "name": roller.name} if roller else None
+        tokens = self._apply(self.tokens, effects, momentum=roller is None)
+        payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": who})
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
             cur = self._db.execute(
@@ -315,7 +410,9 @@ class Table:
                 (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
             )
             self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
-        return Roll(cur.lastrowid, t, system, params, reading, outcome, result, why, image)
+            if roller is not None and effects.momentum:
+                self._add_momentum(roller.id, effects.momentum)
+        return Roll(cur.lastrowid, t, system, params, reading, outcome, result, why, image, who)
 
     # -- GM changes (each one undoable) ---------------------------------------------------
     def _log_change(self, what: str, extra: dict | None = None) -> None:
@@ -375,18 +472,29 @@ class Table:
             reading = replace(roll.reading, dice=tuple(dice))
             _, _, _, old_effects = resolve_reading(roll.system, roll.params, roll.reading)
             outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)
-            tokens = self._apply(self._apply(self.tokens, old_effects, -1), effects)
-            payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__})
+            owner = self._find_player(roll.player["id"]) if roll.player else None
+            to_table = owner is None
+            tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
+            payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": roll.player})
+            extra = {"roll": roll_id, "reading": roll.reading.to_json()}
+            if owner is not None:
+                extra["player_momentum"] = [owner.id, owner.momentum]
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._log_change("correct", {"roll": roll_id, "reading": roll.reading.to_json()})
+                self._log_change("correct", extra)
+                if owner is not None:
+                    self._add_momentum(owner.id, effects.momentum - old_effects.momentum)
                 self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
                                  (_reading_to_json(reading), outcome, payload, roll_id))
                 self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
             return self.roll(roll_id)
 
     def undo(self) -> bool:
-        """Undo the last GM change (system, tokens, scene, correction). False if none is left."""
+        """Undo the last GM change (system, tokens, scene, correction, players, roller).
+        False if none is left.
+
+        A player change undoes only itself (the player's row, the roller); momentum that
+        rolls gave since then stays."""
         with self._lock:
             row = self._db.execute("SELECT id, what, before FROM changes ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:
@@ -394,8 +502,15 @@ class Table:
             cid, what, before = row[0], row[1], json.loads(row[2])
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
+                if what in PLAYER_CHANGES:
+                    self._undo_player_change(what, before)
+                    self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
+                    return True
                 for key in ("system", "params", "tokens"):
                     self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(before[key])))
+                if "player_momentum" in before:
+                    pid, momentum = before["player_momentum"]
+                    self._db.execute("UPDATE players SET momentum=? WHERE id=?", (momentum, pid))
                 if what == "correct":
                     reading = Reading(**{**before["reading"], "dice": ()})
                     reading = replace(reading, dice=tuple(Die.from_json(d) for d in before["reading"]["dice"]))
@@ -406,6 +521,150 @@ class Table:
                                      (_reading_to_json(reading), outcome, payload, before["roll"]))
                 self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
             return True
+
+    # -- players (seed 004 momentum, seed 001 luck points) -------------------------------
+    def players(self) -> list[Player]:
+        """Every player, in the order they were added."""
+        with self._lock:
+            rows = self._db.execute("SELECT id, name, momentum, luck FROM players ORDER BY id").fetchall()
+        return [Player(*r) for r in rows]
+
+    def _find_player(self, player_id: Any) -> Player | None:
+        if isinstance(player_id, bool) or not isinstance(player_id, int) or not 0 < player_id < 2**63:
+            return None  # not an id SQLite could hold
+        row = self._db.execute("SELECT id, name, momentum, luck FROM players WHERE id=?", (player_id,)).fetchone()
+        return Player(*row) if row else None
+
+    def player(self, player_id: int) -> Player:
+        """One player by id. Raises KeyError if there is none."""
+        with self._lock:
+            found = self._find_player(player_id)
+        if found is None:
+            raise KeyError(f"no player {player_id}")
+        return found
+
+    @property
+    def roller(self) -> int | None:
+        """Id of the player whose roll the next one is, or None."""
+        return self._get("roller")
+
+    def _roller_player(self) -> Player | None:
+        roller = self._get("roller")
+        return self._find_player(roller) if roller is not None else None
+
+    def shown_tokens(self, players: list[Player] | None = None, roller: int | None = None) -> Tokens:
+        """The tokens as served: ``momentum`` is the roller's when a roller is picked, else the
+        table-level count (the field stays for older viewers)."""
+        tokens = self.tokens
+        if players is None:
+            players, roller = self.players(), self.roller
+        for p in players:
+            if p.id == roller:
+                return replace(tokens, momentum=p.momentum)
+        return tokens
+
+    def _add_momentum(self, player_id: int, delta: int) -> None:
+        self._db.execute("UPDATE players SET momentum=MIN(?, MAX(0, momentum + ?)) WHERE id=?",
+                         (MAX_POINTS, delta, player_id))
+
+    def _check_unique(self, name: str, except_id: int | None = None) -> None:
+        for p in self.players():
+            if p.name.casefold() == name.casefold() and p.id != except_id:
+                raise ValueError(f"name {name!r} is already taken (player {p.id})")
+
+    def add_player(self, name: str, momentum: int = START_MOMENTUM, luck: int = 0) -> Player:
+        """Add a player (seed 004: momentum starts at 2). Undoable.
+
+        Raises:
+            ValueError: a bad or taken name, momentum/luck not an integer in 0..99, or
+                already MAX_PLAYERS players (the message names the bad value).
+        """
+        name = check_name(name)
+        check_points("momentum", momentum)
+        check_points("luck", luck)
+        with self._lock:
+            self._check_unique(name)
+            if len(self.players()) >= MAX_PLAYERS:
+                raise ValueError(f"a table has at most {MAX_PLAYERS} players")
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                cur = self._db.execute("INSERT INTO players (name, momentum, luck) VALUES (?,?,?)", (name, momentum, luck))
+                self._log_change("player-add", {"player_id": cur.lastrowid, "roller": self.roller})
+            return Player(cur.lastrowid, name, momentum, luck)
+
+    def remove_player(self, player_id: int) -> Player:
+        """Remove a player (if it was the roller, no one is). Undoable. KeyError if none."""
+        with self._lock:
+            gone = self.player(player_id)
+            roller = self.roller
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._log_change("player-remove", {"player": gone.to_json(), "roller": roller})
+                self._db.execute("DELETE FROM players WHERE id=?", (gone.id,))
+                if roller == gone.id:
+                    self._db.execute("INSERT OR REPLACE INTO settings VALUES ('roller', 'null')")
+            return gone
+
+    def update_player(self, player_id: int, /, **changes: Any) -> Player:
+        """Set a player's ``momentum``, ``luck`` (integers 0..99) and/or ``name``. Undoable.
+
+        Raises:
+            KeyError: no such player. ValueError: no change given, an unknown key, or a bad
+                value (named); nothing changes then.
+        """
+        unknown = sorted(set(changes) - {"name", "momentum", "luck"})
+        if unknown:
+            raise ValueError(f"unknown player field {unknown[0]!r} (expected name, momentum, luck)")
+        if not changes:
+            raise ValueError("nothing to change: give momentum, luck or name")
+        if "name" in changes:
+            changes["name"] = check_name(changes["name"])
+        for key in ("momentum", "luck"):
+            if key in changes:
+                check_points(key, changes[key])
+        with self._lock:
+            old = self.player(player_id)
+            if "name" in changes:
+                self._check_unique(changes["name"], old.id)
+            new = replace(old, **changes)
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._log_change("player-update", {"player": old.to_json(), "after": new.to_json()})
+                self._db.execute("UPDATE players SET name=?, momentum=?, luck=? WHERE id=?",
+                                 (new.name, new.momentum, new.luck, new.id))
+            return new
+
+    def set_roller(self, player_id: int | None) -> TableState:
+        """Pick whose roll the next one is (None: no one; momentum then goes to the table).
+
+        Raises:
+            ValueError: ``player_id`` is not null or the id of a player (named).
+        """
+        with self._lock:
+            if player_id is not None and self._find_player(player_id) is None:
+                raise ValueError(f"player must be a player id or null, got {player_id!r}")
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._log_change("roller", {"roller": self.roller})
+                self._db.execute("INSERT OR REPLACE INTO settings VALUES ('roller', ?)", (json.dumps(player_id),))
+        return self.state()
+
+    def _undo_player_change(self, what: str, before: dict) -> None:
+        """Reverse one player change inside the caller's transaction."""
+        if what == "player-add":
+            self._db.execute("DELETE FROM players WHERE id=?", (before["player_id"],))
+        elif what == "player-remove":
+            p = before["player"]
+            self._db.execute("INSERT OR REPLACE INTO players (id, name, momentum, luck) VALUES (?,?,?,?)",
+                             (p["id"], p["name"], p["momentum"], p["luck"]))
+        elif what == "player-update":
+            # the change is reversed as a difference, so points that rolls gave since stay
+            p, after = before["player"], before.get("after", before["player"])
+            self._db.execute(
+                "UPDATE players SET name=?, momentum=MIN(?, MAX(0, momentum + ?)), luck=MIN(?, MAX(0, luck + ?)) WHERE id=?",
+                (p["name"], MAX_POINTS, p["momentum"] - after["momentum"], MAX_POINTS, p["luck"] - after["luck"], p["id"]))
+        if "roller" in before:
+            self._db.execute("INSERT OR REPLACE INTO settings VALUES ('roller', ?)", (json.dumps(before["roller"]),))
 
     def close(self) -> None:
         with self._lock:

@@ -56,27 +56,34 @@ def load_rgb(path) -> np.ndarray:
 # ---------------------------------------------------------------- photometric augmentation
 
 def photometric(image: np.ndarray, rng: np.random.Generator, strength: float = 1.0) -> np.ndarray:
-    """Lighting, white balance, colour, blur, noise and JPEG changes of an HxWx3 uint8 BGR image."""
-    img = image.astype(np.float32)
+    """Lighting, white balance, colour, blur, noise and JPEG changes of an HxWx3 uint8 BGR image.
+
+    Exposure, white balance, contrast and gamma are folded into one lookup table per channel.
+    """
+    img = image
     if rng.random() < 0.25 * strength:
-        img = img[:, :, rng.permutation(3)]  # other dice and tray colours
+        img = np.ascontiguousarray(img[:, :, rng.permutation(3)])  # other dice and tray colours
     if rng.random() < 0.1 * strength:
-        img[:] = img.mean(axis=2, keepdims=True)
-    gains = np.exp(rng.normal(0, 0.12 * strength, 3)).astype(np.float32)  # white balance
-    img *= gains * math.exp(rng.normal(0, 0.25 * strength))  # exposure
-    mean = img.mean()
-    img = (img - mean) * math.exp(rng.normal(0, 0.2 * strength)) + mean  # contrast
-    img = np.clip(img, 0, 255)
+        img = cv2.cvtColor(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
+    levels = np.arange(256, dtype=np.float32)
+    gains = np.exp(rng.normal(0, 0.12 * strength, 3)) * math.exp(rng.normal(0, 0.25 * strength))
+    contrast = math.exp(rng.normal(0, 0.2 * strength))
     gamma = math.exp(rng.normal(0, 0.2 * strength))
-    img = 255.0 * (img / 255.0) ** gamma
+    mean = float(img.mean())
+    luts = []
+    for c in range(3):
+        v = levels * gains[c]
+        v = np.clip((v - mean) * contrast + mean, 0, 255)
+        luts.append(np.clip(255.0 * (v / 255.0) ** gamma, 0, 255).astype(np.uint8))
+    img = cv2.merge([cv2.LUT(ch, lut) for ch, lut in zip(cv2.split(img), luts)])
     if rng.random() < 0.3 * strength:  # uneven light across the frame
         h, w = img.shape[:2]
         gx, gy = rng.normal(0, 0.3, 2)
-        ramp = 1 + (np.linspace(-0.5, 0.5, w)[None, :] * gx + np.linspace(-0.5, 0.5, h)[:, None] * gy)
-        img *= ramp[:, :, None].astype(np.float32)
+        ramp = (1 + np.linspace(-0.5, 0.5, w, dtype=np.float32)[None, :] * gx
+                + np.linspace(-0.5, 0.5, h, dtype=np.float32)[:, None] * gy)
+        img = cv2.multiply(img, cv2.merge([np.clip(ramp, 0, 4)] * 3), dtype=cv2.CV_8U)
     if rng.random() < 0.3 * strength:
-        sigma = rng.uniform(0.4, 1.6)
-        img = cv2.GaussianBlur(img, (0, 0), sigma)
+        img = cv2.GaussianBlur(img, (0, 0), rng.uniform(0.4, 1.6))
     elif rng.random() < 0.1 * strength:
         k = int(rng.integers(3, 8))
         kernel = np.zeros((k, k), np.float32)
@@ -86,8 +93,10 @@ def photometric(image: np.ndarray, rng: np.random.Generator, strength: float = 1
         kernel /= max(kernel.sum(), 1e-6)
         img = cv2.filter2D(img, -1, kernel)
     if rng.random() < 0.5 * strength:
-        img += rng.normal(0, rng.uniform(1, 7), img.shape).astype(np.float32)
-    out = np.clip(img, 0, 255).astype(np.uint8)
+        noise = np.empty(img.shape, np.int16)
+        cv2.randn(noise, 0, float(rng.uniform(1, 7)))
+        img = cv2.add(img, noise, dtype=cv2.CV_8U)
+    out = img
     if rng.random() < 0.3 * strength:
         ok, enc = cv2.imencode(".jpg", out, [cv2.IMWRITE_JPEG_QUALITY, int(rng.integers(35, 92))])
         if ok:
@@ -152,21 +161,24 @@ def det_targets(boxes: np.ndarray, out: int = 320) -> tuple[np.ndarray, np.ndarr
     size = np.zeros((2, g, g), np.float32)
     offset = np.zeros((2, g, g), np.float32)
     mask = np.zeros((1, g, g), np.float32)
-    yy, xx = np.mgrid[0:g, 0:g].astype(np.float32)
     for x0, y0, x1, y1 in boxes:
         cx, cy = (x0 + x1) / 2 / STRIDE, (y0 + y1) / 2 / STRIDE
         bw, bh = (x1 - x0) / STRIDE, (y1 - y0) / STRIDE
         if not (0 <= cx < g and 0 <= cy < g) or bw <= 0.5 or bh <= 0.5:
             continue
-        # A die cut by the view's edge: train neither for nor against it.
+        # A die cut by the view's edge: train neither for nor against it (heat -1 = ignore).
         cut = x0 < -0.25 * (x1 - x0) or y0 < -0.25 * (y1 - y0) or x1 > out + 0.25 * (x1 - x0) or y1 > out + 0.25 * (y1 - y0)
         sigma = max(0.6, 0.16 * min(bw, bh))
-        blob = np.exp(-((xx - cx + 0.5) ** 2 + (yy - cy + 0.5) ** 2) / (2 * sigma**2))
+        r = int(math.ceil(3 * sigma))
         ix, iy = int(cx), int(cy)
+        ya, yb, xa, xb = max(0, iy - r), min(g, iy + r + 1), max(0, ix - r), min(g, ix + r + 1)
+        yy, xx = np.mgrid[ya:yb, xa:xb].astype(np.float32)
+        blob = np.exp(-((xx - cx + 0.5) ** 2 + (yy - cy + 0.5) ** 2) / (2 * sigma**2))
+        window = heat[0, ya:yb, xa:xb]
         if cut:
-            heat[0] = np.where(blob > 0.1, -1.0, heat[0]) if True else heat[0]
+            window[blob > 0.1] = -1.0
             continue
-        heat[0] = np.where(heat[0] >= 0, np.maximum(heat[0], blob), heat[0])
+        np.copyto(window, np.maximum(window, blob), where=window >= 0)
         heat[0, iy, ix] = 1.0
         size[:, iy, ix] = (bw, bh)
         offset[:, iy, ix] = (cx - ix, cy - iy)

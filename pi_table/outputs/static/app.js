@@ -25,10 +25,43 @@ function drawDie(d) {
   return die;
 }
 
+function pct(p) {
+  if (p > 0 && p < 0.001) return "<0.1%";
+  if (p < 1 && p > 0.999) return ">99.9%";
+  return (100 * p).toFixed(1).replace(/\.0$/, "") + "%";
+}
+
+// Exact odds of each band for this roll (roll.odds, worst band first): one bar per band,
+// the band that came up highlighted. Plain DOM + CSS widths, no library.
+function drawOdds(roll) {
+  const box = $("odds");
+  const odds = roll.odds;
+  if (!odds || !Object.keys(odds).length) { box.hidden = true; box.replaceChildren(); return; }
+  const rows = Object.entries(odds).map(([band, o]) => {
+    const hit = band === roll.outcome;
+    const row = el("div", "odds-row odds-" + (BANDS[band] || "none") + (hit ? " hit" : ""));
+    row.title = `${words(band)}: ${o.exact} (${pct(o.p)})`;
+    row.appendChild(el("span", "ob", words(band)));
+    const bar = el("span", "bar"); const fill = el("i");
+    fill.style.width = (o.p > 0 ? Math.max(0.8, Math.min(100, 100 * o.p)) : 0).toFixed(2) + "%";
+    bar.appendChild(fill); row.appendChild(bar);
+    row.appendChild(el("span", "op", pct(o.p)));
+    return row;
+  });
+  box.replaceChildren(el("div", "odds-title", "chance of each outcome"), ...rows);
+  box.setAttribute("aria-label", "chance of each outcome: " +
+    Object.entries(odds).map(([b, o]) => `${words(b)} ${pct(o.p)}`).join(", "));
+  box.hidden = false;
+}
+
 function drawRoll(roll) {
   const card = $("roll");
   card.className = "roll band-" + (BANDS[roll.outcome] || "none");
   $("outcome").textContent = words(roll.outcome);
+  const by = $("by");
+  by.hidden = !roll.player;
+  by.textContent = roll.player ? `${roll.player.name}'s roll` : "";
+  drawOdds(roll);
   const dice = $("dice"); dice.replaceChildren(...roll.dice.map(drawDie));
   if (!roll.dice.length) dice.appendChild(el("span", "", "no dice found in the tray"));
   $("why").replaceChildren(...(roll.why || []).map((w) => el("li", "", w)));
@@ -56,14 +89,31 @@ function drawState(s) {
   const parts = [["tension", t.tension], ["GM omens", t.gm_omens], ["momentum", t.momentum]];
   $("tokens").replaceChildren(...parts.flatMap(([k, v], i) => [document.createTextNode((i ? " · " : "") + k + " "), el("b", "", String(v ?? 0))]));
   $("notices").replaceChildren(...(s.notices || []).map((n) => el("div", "", n)));
+  drawPlayers(s.players || [], s.roller);
   if (s.last_roll && (!history.length || history[0].id !== s.last_roll.id)) addRoll(s.last_roll);
   else if (s.last_roll) { history[0] = s.last_roll; drawRoll(s.last_roll); }
+}
+
+// Each player's momentum (seed 004) and luck points (seed 001); the roller is marked.
+function drawPlayers(players, roller) {
+  $("players-box").hidden = !players.length;
+  $("players").replaceChildren(...players.map((p) => {
+    const li = el("li", "player" + (p.id === roller ? " roller" : ""));
+    li.dataset.id = p.id;
+    li.appendChild(el("span", "pn", p.name));
+    if (p.id === roller) li.appendChild(el("span", "tag", "rolls next"));
+    const stats = el("span", "ps");
+    stats.append("momentum ", el("b", "momentum", String(p.momentum)), " · luck ", el("b", "luck", String(p.luck)));
+    li.appendChild(stats);
+    return li;
+  }));
 }
 
 function drawHistory() {
   $("history").replaceChildren(...history.slice(1, 30).map((r) => {
     const li = el("li", "band-" + (BANDS[r.outcome] || "none"));
     li.appendChild(el("span", "o", words(r.outcome)));
+    if (r.odds && r.odds[r.outcome]) li.appendChild(el("span", "c", pct(r.odds[r.outcome].p)));
     li.appendChild(el("span", "f", r.dice.map((d) => d.status === "ok" ? d.face : "?").join(" ")));
     li.appendChild(el("span", "t", new Date(r.time * 1000).toLocaleTimeString()));
     return li;

@@ -1,0 +1,307 @@
+"""Players (seed 004 momentum, seed 001 luck points), the roller, and each roll's exact odds."""
+
+from __future__ import annotations
+
+import json
+import queue
+import time
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from pi_table import rules
+from pi_table.capture import Frame, SettledRoll
+from pi_table.outputs.web import create_app
+from pi_table.service import Service, Settings
+from pi_table.table import Table
+from pi_table.table import odds as table_odds
+from pi_table.vision.dice import Die, Reading
+from tests.conftest import FakeReader, d6_reading
+
+PIN = "2468"
+AUTH = {"Authorization": f"Bearer {PIN}"}
+
+
+def reading(*dice: tuple[str, int]) -> Reading:
+    """A Reading of ``(kind, value)`` dice, all ok, boxes in a row."""
+    return Reading(image="t.jpg", width=640, height=640, ms=1.0, dice=tuple(
+        Die(kind, str(v), v, (10.0 + 50 * i, 10.0, 50.0 + 50 * i, 50.0), 0.99, "ok") for i, (kind, v) in enumerate(dice)))
+
+
+def exact(bands: dict[str, Fraction]) -> dict[str, str]:
+    return {b: f"{p.numerator}/{p.denominator}" for b, p in bands.items()}
+
+
+# -- the table ----------------------------------------------------------------------------------
+def test_players_crud_and_validation(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    ana = table.add_player("  Ana ")
+    assert (ana.name, ana.momentum, ana.luck) == ("Ana", 2, 0)  # seed 004: a session starts with 2
+    bo = table.add_player("Bo", momentum=0, luck=3)
+    assert [p.name for p in table.players()] == ["Ana", "Bo"]
+    for bad, match in ((dict(name=""), "name"), (dict(name="ana"), "already taken"), (dict(name=7), "name"),
+                       (dict(name="Cy", momentum=-1), "momentum.*-1"), (dict(name="Cy", luck="2"), "luck.*'2'"),
+                       (dict(name="Cy", luck=True), "luck"), (dict(name="Cy", momentum=100), "momentum.*100")):
+        with pytest.raises(ValueError, match=match):
+            table.add_player(**bad)
+    assert len(table.players()) == 2  # nothing added by a bad call
+
+    assert table.update_player(ana.id, momentum=5, luck=1).momentum == 5
+    assert table.player(ana.id).luck == 1
+    for bad, match in (({"momentum": -2}, "momentum"), ({"luck": 1.5}, "luck"), ({"momentum": 3, "luck": "x"}, "luck"),
+                       ({"speed": 1}, "speed"), ({}, "nothing"), ({"name": "bo"}, "already taken")):
+        with pytest.raises(ValueError, match=match):
+            table.update_player(ana.id, **bad)
+    assert table.player(ana.id).momentum == 5 and table.player(ana.id).luck == 1  # unchanged by a partly bad change
+    with pytest.raises(KeyError):
+        table.update_player(999, momentum=1)
+
+    table.set_roller(bo.id)
+    assert table.roller == bo.id and table.state().roller == bo.id
+    with pytest.raises(ValueError, match="999"):
+        table.set_roller(999)
+    assert table.remove_player(bo.id).name == "Bo"
+    assert table.roller is None  # the roller's seat is empty once they leave
+    with pytest.raises(KeyError):
+        table.remove_player(bo.id)
+    assert [p.to_json() for p in table.state().players] == [{"id": ana.id, "name": "Ana", "momentum": 5, "luck": 1}]
+
+
+def test_undo_covers_player_changes(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    ana = table.add_player("Ana")
+    table.update_player(ana.id, momentum=4, luck=2)
+    table.set_roller(ana.id)
+    table.remove_player(ana.id)
+    assert table.players() == [] and table.roller is None
+    assert table.undo()  # remove undone: same id, same points, roller again
+    assert table.player(ana.id).momentum == 4 and table.roller == ana.id
+    assert table.undo() and table.roller is None  # roller undone
+    assert table.undo() and (table.player(ana.id).momentum, table.player(ana.id).luck) == (2, 0)  # update undone
+    assert table.undo() and table.players() == []  # add undone
+    assert not table.undo()
+
+
+def test_undoing_a_player_change_keeps_momentum_rolls_gave_since(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    ana = table.add_player("Ana")
+    table.set_roller(ana.id)
+    table.update_player(ana.id, luck=3)
+    table.record(d6_reading(6, 6, 3))  # critical: +3 momentum to Ana
+    assert table.player(ana.id).momentum == 5
+    assert table.undo()  # the luck change
+    assert table.player(ana.id).luck == 0 and table.player(ana.id).momentum == 5
+
+
+def test_players_survive_reopening_the_table(tmp_path):
+    path = tmp_path / "state" / "t.db"
+    table = Table(path, "charge")
+    ana = table.add_player("Ana", luck=2)
+    table.add_player("Bo")
+    table.set_roller(ana.id)
+    table.record(d6_reading(5))  # partial: +1 to Ana
+    del table  # no close(): as after a kill
+    again = Table(path, "charge")
+    assert [(p.name, p.momentum, p.luck) for p in again.players()] == [("Ana", 3, 2), ("Bo", 2, 0)]
+    assert again.roller == ana.id
+    assert again.rolls(1)[0].player == {"id": ana.id, "name": "Ana"}
+    assert again.undo() and again.roller is None  # the change log survives too
+
+
+def test_momentum_goes_to_the_roller(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    table.record(d6_reading(6))  # no roller: full, +2 to the table-level count (as before players)
+    assert table.tokens.momentum == 2 and table.state().tokens.momentum == 2
+    ana, bo = table.add_player("Ana"), table.add_player("Bo")
+    table.set_roller(bo.id)
+    roll = table.record(d6_reading(6, 6, 3))
+    assert roll.player == {"id": bo.id, "name": "Bo"} and roll.to_json()["player"]["name"] == "Bo"
+    assert table.player(bo.id).momentum == 5 and table.player(ana.id).momentum == 2
+    assert table.tokens.momentum == 2  # the table-level count is untouched
+    state = table.state().to_json()
+    assert state["tokens"]["momentum"] == 5 and state["roller"] == bo.id  # tokens.momentum: the roller's
+    assert [p["momentum"] for p in state["players"]] == [2, 5]
+
+    table.set_roller(ana.id)  # the correction goes to whoever made the roll, not the new roller
+    table.correct_die(roll.id, 1, "2")  # 6,2,3: full, +2 instead of +3
+    assert table.player(bo.id).momentum == 4 and table.player(ana.id).momentum == 2
+    assert table.undo()
+    assert table.player(bo.id).momentum == 5 and table.roll(roll.id).outcome == "critical"
+
+
+# -- odds of a roll ---------------------------------------------------------------------------
+def test_roll_json_has_exact_odds_matching_the_rules(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    odds = table.record(d6_reading(6, 4, 2)).to_json()["odds"]
+    assert list(odds) == ["bad", "partial", "full", "critical"]
+    assert {b: o["exact"] for b, o in odds.items()} == exact(rules.odds("charge", dice=3))
+    assert sum(Fraction(o["exact"]) for o in odds.values()) == 1
+    assert abs(sum(o["p"] for o in odds.values()) - 1) < 1e-12
+
+    table.set_system("charge", {"dots": 0})  # zero dice: two d6, the lower, no critical
+    zero = table.record(d6_reading(6, 6)).to_json()
+    assert zero["outcome"] == "full" and zero["odds"]["critical"]["exact"] == "0/1"
+    assert {b: o["exact"] for b, o in zero["odds"].items()} == exact(rules.odds("charge", dice=0))
+
+    table.set_system("contingency-action", {})
+    roll = table.record(reading(("d8", 8), ("d6", 6), ("d8", 3), ("d6", 2), ("d8", 5)))  # 3 action d8, 2 pressure d6
+    odds = roll.to_json()["odds"]
+    assert list(odds) == ["disastrous", "grim", "mixed", "clean", "critical"]
+    assert {b: o["exact"] for b, o in odds.items()} == exact(rules.odds("contingency-action", dice=3, pressure=2))
+    assert odds != {b: o for b, o in table_odds.roll_odds("contingency-action", {}, ["d8"] * 3).items()}  # pressure counts
+    assert sum(Fraction(o["exact"]) for o in odds.values()) == 1
+
+    table.set_system("contract", {"difficulty": 6})
+    odds = table.record(reading(*[("d10", v) for v in (10, 6, 1, 3, 7, 2)])).to_json()["odds"]
+    ref = {"botch": .0365, "failure": .0649, "partial": .4986, "complete": .2986, "exceptional": .1014}  # RULES.md
+    assert {b: round(o["p"], 4) for b, o in odds.items()} == ref
+    assert all(o["exact"].endswith("/1000000") or 10**6 % Fraction(o["exact"]).denominator == 0 for o in odds.values())
+
+    table.set_system("contingency-skill", {"target": 5})
+    odds = table.record(reading(("d6", 5), ("d8", 4), ("d10", 9))).to_json()["odds"]
+    assert {b: o["exact"] for b, o in odds.items()} == exact(rules.odds("contingency-skill", dice=["d6", "d8", "d10"], target=5))
+
+
+def test_rolls_that_cannot_be_resolved_have_no_odds(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    assert table.record(d6_reading(4, status="unreadable")).to_json()["odds"] is None
+    table.set_system("contract", {})
+    assert table.record(d6_reading(4, 5)).to_json()["odds"] is None  # invalid: d6 in a d10 system
+
+
+def test_odds_are_cached_and_quick():
+    table_odds._cache.clear()
+    t0 = time.perf_counter()
+    first = table_odds.roll_odds("contract", {"difficulty": 6}, ["d10"] * 12)
+    second = table_odds.roll_odds("contract", {"difficulty": 6}, ["d10"] * 12)
+    assert first is second  # the same cached object, not computed again
+    assert time.perf_counter() - t0 < 0.5
+    for _ in range(200):
+        table_odds.roll_odds("contract", {"difficulty": 6}, ["d10"] * 12)
+    assert time.perf_counter() - t0 < 1.0
+
+
+# -- the service and the HTTP API -----------------------------------------------------------------
+@pytest.fixture
+def service(tmp_path, mock_pins):
+    svc = Service(Settings(state_dir=tmp_path, pin=PIN, system="charge"), reader=FakeReader(d6_reading(6, 6, 3)))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def client(service):
+    return create_app(service).test_client()
+
+
+def settled() -> SettledRoll:
+    image = np.full((64, 64, 3), 128, np.uint8)
+    return SettledRoll(Frame(image=image, t=0.0, index=0, name="roll.jpg", settled=True), 0.0, 1.0)
+
+
+def test_player_api_needs_the_pin_and_changes_nothing_without_it(client):
+    assert client.post("/api/players", json={"name": "Ana"}, headers=AUTH).status_code == 201
+    before = client.get("/api/state").get_json()
+    for method, path, body in (("post", "/api/players", {"name": "Eve"}), ("put", "/api/players/1", {"momentum": 9}),
+                               ("delete", "/api/players/1", None), ("put", "/api/roller", {"player": 1})):
+        resp = getattr(client, method)(path, json=body)
+        assert resp.status_code == 401, path
+        wrong = getattr(client, method)(path, json=body, headers={"Authorization": "Bearer 0000"})
+        assert wrong.status_code in (401, 429), path
+    assert client.get("/api/state").get_json()["players"] == before["players"]
+    assert client.get("/api/state").get_json()["roller"] is None
+
+
+def test_player_api(client, service):
+    assert client.get("/api/players").get_json() == []
+    resp = client.post("/api/players", json={"name": "Ana", "luck": 2}, headers=AUTH)
+    assert resp.status_code == 201
+    ana = resp.get_json()
+    assert ana == {"id": ana["id"], "name": "Ana", "momentum": 2, "luck": 2}
+    bo = client.post("/api/players", json={"name": "Bo"}, headers=AUTH).get_json()
+
+    for body, word in (({"momentum": -1}, "momentum"), ({"luck": "many"}, "luck"), ({"momentum": 2, "luck": 1000}, "luck"),
+                       ({"player_id": 3}, "player_id"), ([1, 2], "JSON object")):
+        resp = client.put(f"/api/players/{ana['id']}", json=body, headers=AUTH)
+        assert resp.status_code == 400, body
+        error = resp.get_json()["error"]
+        assert word in error and "\n" not in error
+    assert client.post("/api/players", json={"name": "ana"}, headers=AUTH).status_code == 400
+    assert client.post("/api/players", json={"name": "Cy", "momentum": 1.5}, headers=AUTH).status_code == 400
+    assert client.get("/api/players").get_json()[0] == ana  # nothing changed
+
+    resp = client.put(f"/api/players/{ana['id']}", json={"momentum": 4, "luck": 1}, headers=AUTH)
+    assert resp.status_code == 200 and resp.get_json()["momentum"] == 4
+    assert client.put("/api/players/999", json={"momentum": 1}, headers=AUTH).status_code == 404
+
+    for bad in (999, 2**70, "1", 1.0, True):
+        resp = client.put("/api/roller", json={"player": bad}, headers=AUTH)
+        assert resp.status_code == 400 and "player" in resp.get_json()["error"], bad
+    assert client.put("/api/roller", json={}, headers=AUTH).status_code == 400
+    state = client.put("/api/roller", json={"player": bo["id"]}, headers=AUTH).get_json()
+    assert state["roller"] == bo["id"] and [p["name"] for p in state["players"]] == ["Ana", "Bo"]
+
+    service.handle(settled())  # 6,6,3: critical, +3 momentum to Bo
+    state = client.get("/api/state").get_json()
+    assert {p["name"]: p["momentum"] for p in state["players"]} == {"Ana": 4, "Bo": 5}
+    assert state["tokens"]["momentum"] == 5 and state["last_roll"]["player"]["name"] == "Bo"
+    assert service.panel.lit()["omens"] == 5  # the LED bar shows the roller's momentum in charge
+
+    resp = client.delete(f"/api/players/{bo['id']}", headers=AUTH)
+    assert resp.status_code == 200 and resp.get_json()["state"]["roller"] is None
+    assert [p["name"] for p in client.get("/api/players").get_json()] == ["Ana"]
+    assert client.post("/api/undo", headers=AUTH).get_json()["state"]["roller"] == bo["id"]
+    assert [p["momentum"] for p in client.get("/api/players").get_json()] == [4, 5]
+
+
+def test_odds_in_rolls_api_and_live_events(client, service):
+    stream = client.get("/api/events", buffered=False)
+    chunks = iter(stream.response)
+    next(chunks)  # the first state
+    service.handle(settled())
+    text = ""
+    while "event: roll" not in text:
+        text += next(chunks).decode()
+    data = json.loads(text.split("event: roll\ndata: ", 1)[1].split("\n", 1)[0])
+    assert {b: o["exact"] for b, o in data["odds"].items()} == exact(rules.odds("charge", dice=3))
+    stream.close()
+    listed = client.get("/api/rolls?limit=1").get_json()[0]
+    assert listed["odds"] == data["odds"] and listed["outcome"] == "critical"
+
+
+def test_slow_odds_do_not_hold_a_roll_up_and_follow_when_ready(tmp_path, mock_pins, monkeypatch):
+    """Skill-check odds with penalties are enumerated in the background; the roll is sent
+    at once, and again with its odds once they are ready."""
+    compute = table_odds._compute
+
+    def slower(*args):  # as on a Pi: well past the 50 ms a roll waits for its odds
+        time.sleep(1.0)
+        return compute(*args)
+
+    monkeypatch.setattr(table_odds, "_compute", slower)
+    dice = reading(("d12", 12), ("d12", 7), ("d10", 3))
+    params = {"target": 6, "action_number": 3}
+    svc = Service(Settings(state_dir=tmp_path, pin=PIN, system="contingency-skill", params=params), reader=FakeReader(dice))
+    try:
+        table_odds._cache.clear()
+        q = svc.hub.subscribe()
+        t0 = time.perf_counter()
+        roll = svc.handle(settled())
+        assert time.perf_counter() - t0 < 0.9  # not held up by the odds
+        first = q.get(timeout=5)
+        assert first.name == "roll" and first.data["id"] == roll.id and first.data["odds"] is None
+        want = exact(rules.odds("contingency-skill", dice=["d12", "d12", "d10"], target=6, action_number=3))
+        deadline = time.monotonic() + 60
+        got = None
+        while got is None and time.monotonic() < deadline:
+            try:
+                event = q.get(timeout=1)
+            except queue.Empty:
+                continue
+            if event.name == "roll" and event.data["id"] == roll.id and event.data["odds"]:
+                got = event.data["odds"]
+        assert got is not None and {b: o["exact"] for b, o in got.items()} == want
+        assert roll.odds(wait_s=None) is not None
+    finally:
+        svc.close()
