@@ -34,6 +34,7 @@ def build_parser() -> Parser:
     service.register(sub)
     vision_cli.register(sub)
     rules_cli.register(sub)
+    from pi_table.outputs import loadtest; loadtest.register(sub)  # noqa: E702
     return parser
 
 

@@ -20,8 +20,12 @@ class Event:
     data: dict
 
     def encode(self) -> str:
-        """The event in text/event-stream form."""
-        return f"event: {self.name}\ndata: {json.dumps(self.data, separators=(',', ':'))}\n\n"
+        """The event in text/event-stream form (encoded once, then shared by every stream)."""
+        text = self.__dict__.get("_text")
+        if text is None:
+            text = f"event: {self.name}\ndata: {json.dumps(self.data, separators=(',', ':'))}\n\n"
+            object.__setattr__(self, "_text", text)
+        return text
 
 
 class EventHub:

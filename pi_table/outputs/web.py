@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from flask import Flask, Response, abort, jsonify, request, send_file, session
+from werkzeug.exceptions import HTTPException
 
 from pi_table.outputs.events import Event
 
@@ -52,7 +53,10 @@ def create_app(service) -> Flask:
     lockout = Lockout()
 
     def error(status: int, message: str):
-        return jsonify({"error": message}), status
+        line = message.splitlines()[0] if message else "error"
+        if len(line) > 300:  # a huge bad value is named, not echoed whole
+            line = line[:297] + "..."
+        return jsonify({"error": line}), status
 
     def is_gm() -> bool:
         if session.get("gm"):
@@ -88,6 +92,30 @@ def create_app(service) -> Flask:
     @app.errorhandler(KeyError)
     def not_found(exc):
         return error(404, str(exc.args[0]) if exc.args else "not found")
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc):
+        """Under /api/, HTTP errors (404, 405, 413, ...) are one-line JSON too."""
+        if not request.path.startswith("/api/") or exc.code is None or exc.code < 400:
+            return exc
+        words = {404: f"no such resource {request.path!r}", 405: f"{request.method} is not allowed on {request.path}",
+                 413: "request body too large (64 KiB at most)"}
+        return error(exc.code, words.get(exc.code) or (exc.description or exc.name).splitlines()[0])
+
+    @app.url_value_preprocessor
+    def check_ids(_endpoint, values):
+        """Path ids beyond SQLite's 64-bit integers name nothing (and must not reach SQLite)."""
+        for name, value in (values or {}).items():
+            if isinstance(value, int) and value > 2**63 - 1:
+                if name == "index":
+                    raise ValueError(f"die index {value} out of range")
+                raise KeyError(f"no {name.removesuffix('_id')} {value}")
+
+    @app.get("/api/openapi.json")
+    def openapi():
+        from pi_table.outputs.openapi import SPEC
+
+        return jsonify(SPEC)
 
     @app.get("/")
     def viewer():
@@ -203,6 +231,35 @@ def create_app(service) -> Flask:
     def undo():
         done = service.undo()
         return jsonify({"undone": done, "state": service.state().to_json()})
+
+    # -- players: momentum (seed 004) and luck points (seed 001); GM changes via guard() --
+    @app.get("/api/players")
+    def players():
+        return jsonify([p.to_json() for p in service.table.players()])
+
+    @app.post("/api/players")
+    def add_player():
+        data = body()
+        unknown = sorted(set(data) - {"name", "momentum", "luck"})
+        if unknown:
+            raise ValueError(f"unknown player field {unknown[0]!r} (expected name, momentum, luck)")
+        player = service.add_player(data.get("name"), data.get("momentum"), data.get("luck"))
+        return jsonify(player.to_json()), 201
+
+    @app.put("/api/players/<int:player_id>")
+    def put_player(player_id: int):
+        return jsonify(service.update_player(player_id, **body()).to_json())
+
+    @app.delete("/api/players/<int:player_id>")
+    def delete_player(player_id: int):
+        return jsonify({"deleted": service.remove_player(player_id).to_json(), "state": service.state().to_json()})
+
+    @app.put("/api/roller")
+    def put_roller():
+        data = body()
+        if "player" not in data:
+            raise ValueError("body must name the roller: {\"player\": id or null}")
+        return jsonify(service.set_roller(data["player"]).to_json())
 
     return app
 

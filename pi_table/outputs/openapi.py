@@ -1,0 +1,165 @@
+"""OpenAPI 3 description of the kit's HTTP API (INTERFACES.md "HTTP"), served at
+``GET /api/openapi.json``.
+
+:data:`SPEC` is a plain JSON-able dict. tests/test_fuzz.py checks that every ``/api``
+route of the Flask app is described here, and fuzzes each one with the fields named here.
+"""
+
+from __future__ import annotations
+
+from pi_table.rules.api import DEFAULT_PARAMS, SYSTEMS
+
+_ERROR = {"description": "bad input: one line naming the bad value; nothing changed",
+          "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+_UNAUTHORIZED = {"description": "no or wrong GM PIN; nothing changed",
+                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+_LOCKED = {"description": "5 wrong PINs from this client within 60 s: wait a minute",
+           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+_NOT_FOUND = {"description": "no such roll, die or player",
+              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _json(ref: str, description: str = "ok") -> dict:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ref}"}}}}
+
+
+def _gm(summary: str, ok: dict, body: dict | None = None, params: list | None = None, not_found: bool = False) -> dict:
+    """A GM change: needs the PIN (bearer) or the /gm session cookie plus X-CSRF-Token."""
+    op: dict = {"summary": summary, "security": [{"pin": []}, {"session": [], "csrf": []}],
+                "responses": {"200": ok, "400": _ERROR, "401": _UNAUTHORIZED, "403": _ERROR, "429": _LOCKED}}
+    if body is not None:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+    if params:
+        op["parameters"] = params
+    if not_found:
+        op["responses"]["404"] = _NOT_FOUND
+    return op
+
+
+def _path_id(name: str, description: str) -> dict:
+    return {"name": name, "in": "path", "required": True, "description": description,
+            "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}}
+
+
+_POINTS = {"type": "integer", "minimum": 0, "maximum": 99}
+
+SPEC: dict = {
+    "openapi": "3.0.3",
+    "info": {
+        "title": "pi-table",
+        "version": "1",
+        "description": "Live dice rolls and table state of one pi-table kit, on the LAN. Reads are open to "
+                       "anyone; changes need the GM PIN (Authorization: Bearer PIN) or the /gm session "
+                       "cookie with its X-CSRF-Token. Every 4xx carries {\"error\": one line naming the bad value}.",
+    },
+    "paths": {
+        "/api/state": {"get": {"summary": "the table now", "responses": {"200": _json("State")}}},
+        "/api/events": {"get": {
+            "summary": "live events (text/event-stream): event `state` (first, then on every change) carries "
+                       "/api/state; event `roll` carries a Roll",
+            "responses": {
+                "200": {"description": "an event stream", "content": {"text/event-stream": {"schema": {"type": "string"}}}},
+                "503": {"description": "too many live viewers; Retry-After says when to try again",
+                        "headers": {"Retry-After": {"schema": {"type": "integer"}}},
+                        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
+            }}},
+        "/api/rolls": {"get": {
+            "summary": "rolls, newest first",
+            "parameters": [{"name": "limit", "in": "query", "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": 1000, "default": 20}}],
+            "responses": {"200": {"description": "ok", "content": {"application/json": {
+                "schema": {"type": "array", "items": {"$ref": "#/components/schemas/Roll"}}}}},
+                "400": _ERROR}}},
+        "/api/rolls/{roll_id}": {"get": {
+            "summary": "one roll", "parameters": [_path_id("roll_id", "the roll's id")],
+            "responses": {"200": _json("Roll"), "404": _NOT_FOUND}}},
+        "/api/rolls/{roll_id}/image": {"get": {
+            "summary": "the photo the roll was read from",
+            "parameters": [_path_id("roll_id", "the roll's id")],
+            "responses": {"200": {"description": "JPEG", "content": {"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}},
+                          "404": _NOT_FOUND}}},
+        "/api/rolls/{roll_id}/dice/{index}": {"put": _gm(
+            "correct a misread die; the roll is resolved again", _json("Roll"),
+            {"type": "object", "required": ["face"], "properties": {
+                "face": {"oneOf": [{"type": "string"}, {"type": "integer"}],
+                         "description": "the printed face, e.g. \"5\", \"0\", \"70\""}}},
+            [_path_id("roll_id", "the roll's id"), _path_id("index", "the die's index in the roll, from 0")],
+            not_found=True)},
+        "/api/system": {"put": _gm(
+            "the system and parameters for the next rolls", _json("State"),
+            {"type": "object", "required": ["system"], "properties": {
+                "system": {"type": "string", "enum": list(SYSTEMS)},
+                "params": {"type": "object", "description": "the system's parameters; keys per system: "
+                           + "; ".join(f"{s}: {', '.join(sorted(p)) or '(none)'}" for s, p in DEFAULT_PARAMS.items())}}})},
+        "/api/tokens/tension": {"post": _gm(
+            "spend (negative) or give (positive) tension tokens; never below 0", _json("State"),
+            {"type": "object", "required": ["delta"], "properties": {
+                "delta": {"type": "integer", "minimum": -100, "maximum": 100}}})},
+        "/api/scene": {"post": _gm("new scene: GM omens reset to 0", _json("State"))},
+        "/api/undo": {"post": _gm("undo the last GM change", {"description": "ok", "content": {"application/json": {
+            "schema": {"type": "object", "properties": {"undone": {"type": "boolean"},
+                                                         "state": {"$ref": "#/components/schemas/State"}}}}}})},
+        "/api/players": {
+            "get": {"summary": "the players, in the order added", "responses": {"200": {
+                "description": "ok", "content": {"application/json": {
+                    "schema": {"type": "array", "items": {"$ref": "#/components/schemas/Player"}}}}}}},
+            "post": _gm("add a player (momentum defaults to 2, luck to 0)", _json("Player", "created"),
+                        {"type": "object", "required": ["name"], "additionalProperties": False, "properties": {
+                            "name": {"type": "string", "minLength": 1, "maxLength": 40},
+                            "momentum": _POINTS, "luck": _POINTS}}),
+        },
+        "/api/players/{player_id}": {
+            "put": _gm("change a player's name, momentum or luck", _json("Player"),
+                       {"type": "object", "minProperties": 1, "additionalProperties": False, "properties": {
+                           "name": {"type": "string", "minLength": 1, "maxLength": 40},
+                           "momentum": _POINTS, "luck": _POINTS}},
+                       [_path_id("player_id", "the player's id")], not_found=True),
+            "delete": _gm("remove a player", {"description": "ok", "content": {"application/json": {"schema": {
+                "type": "object", "properties": {"deleted": {"$ref": "#/components/schemas/Player"},
+                                                 "state": {"$ref": "#/components/schemas/State"}}}}}},
+                          params=[_path_id("player_id", "the player's id")], not_found=True),
+        },
+        "/api/roller": {"put": _gm(
+            "whose roll the next one is (null: no one)", _json("State"),
+            {"type": "object", "required": ["player"], "properties": {
+                "player": {"type": "integer", "nullable": True}}})},
+        "/api/openapi.json": {"get": {"summary": "this description", "responses": {"200": {"description": "OpenAPI 3"}}}},
+    },
+    "components": {
+        "securitySchemes": {
+            "pin": {"type": "http", "scheme": "bearer", "description": "the GM PIN"},
+            "session": {"type": "apiKey", "in": "cookie", "name": "session", "description": "after POST /gm/login"},
+            "csrf": {"type": "apiKey", "in": "header", "name": "X-CSRF-Token", "description": "from POST /gm/login"},
+        },
+        "schemas": {
+            "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+            "Die": {"type": "object", "properties": {
+                "kind": {"type": "string", "enum": ["d4", "d6", "d8", "d10", "d10-tens", "d12", "d20"]},
+                "face": {"type": "string"}, "value": {"type": "integer"},
+                "box": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4},
+                "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                "status": {"type": "string", "enum": ["ok", "cocked", "unreadable"]}}},
+            "Roll": {"type": "object", "properties": {
+                "id": {"type": "integer", "nullable": True}, "time": {"type": "number", "description": "unix time, s"},
+                "system": {"type": "string"}, "params": {"type": "object"}, "source": {"type": "string"},
+                "width": {"type": "integer"}, "height": {"type": "integer"}, "ms": {"type": "number"},
+                "dice": {"type": "array", "items": {"$ref": "#/components/schemas/Die"}},
+                "outcome": {"type": "string"}, "result": {"type": "object"},
+                "why": {"type": "array", "items": {"type": "string"}},
+                "image_url": {"type": "string", "nullable": True}, "saved": {"type": "boolean"}}},
+            "Player": {"type": "object", "properties": {
+                "id": {"type": "integer"}, "name": {"type": "string"}, "momentum": _POINTS, "luck": _POINTS}},
+            "State": {"type": "object", "required": ["system", "params", "tokens", "last_roll"], "properties": {
+                "system": {"type": "string"}, "params": {"type": "object"},
+                "tokens": {"type": "object", "properties": {"tension": {"type": "integer"}, "gm_omens": {"type": "integer"},
+                                                            "momentum": {"type": "integer"}}},
+                "last_roll": {"allOf": [{"$ref": "#/components/schemas/Roll"}], "nullable": True},
+                "notices": {"type": "array", "items": {"type": "string"}},
+                "players": {"type": "array", "items": {"$ref": "#/components/schemas/Player"}},
+                "roller": {"type": "integer", "nullable": True}}},
+        },
+    },
+}
+
+# POST /api/players answers 201 Created, not 200
+SPEC["paths"]["/api/players"]["post"]["responses"]["201"] = SPEC["paths"]["/api/players"]["post"]["responses"].pop("200")
