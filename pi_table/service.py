@@ -7,6 +7,7 @@ buttons call its GM actions, and every change is pushed to viewers and LEDs.
 from __future__ import annotations
 
 import hashlib
+import math
 import hmac
 import logging
 import os
@@ -71,6 +72,15 @@ class Settings:
     max_viewers: int = 100
     threads: int = 0
 
+    def check(self) -> None:
+        """Raise ValueError naming the first out-of-range setting (port, max_viewers, threads, interval_s)."""
+        for key, (lo, hi) in _INTS.items():
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+                raise ValueError(f"{key} must be a whole number {lo}..{hi}, got {value!r}")
+        if not math.isfinite(self.interval_s) or self.interval_s < 0:
+            raise ValueError(f"interval must be a number of seconds >= 0, got {self.interval_s!r}")
+
     @classmethod
     def from_file(cls, path: str | Path) -> "Settings":
         """Read a TOML config (keys as the attributes, ``[pins]`` and ``[params]`` tables).
@@ -87,15 +97,45 @@ class Settings:
             raise ValueError(f"config file {path} is not valid TOML: {exc}") from None
         settings = cls()
         for key, value in data.items():
-            if key == "pins":
-                settings.pins = PinConfig.from_dict(value)
-            elif key == "state_dir":
-                settings.state_dir = Path(value).expanduser()
-            elif key in cls.__dataclass_fields__:
-                setattr(settings, key, value)
-            else:
+            if key not in cls.__dataclass_fields__:
                 raise ValueError(f"unknown config key {key!r} in {path}")
+            setattr(settings, key, _check_setting(key, value, path))
+        settings.check()
         return settings
+
+
+_INTS = {"port": (1, 65535), "max_viewers": (1, 10_000), "threads": (0, 1_000)}
+
+
+def _check_setting(key: str, value, path) -> object:
+    """One config value, type- and range-checked; ValueError naming the key and the value."""
+    where = f"config key {key!r} in {path}"
+    if key == "pins":
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} must be a table like [pins], got {value!r}")
+        return PinConfig.from_dict(value)
+    if key == "params":
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} must be a table like [params], got {value!r}")
+        return value
+    if key in _INTS:
+        lo, hi = _INTS[key]
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise ValueError(f"{where} must be a whole number {lo}..{hi}, got {value!r}")
+        return value
+    if key == "interval_s":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ValueError(f"{where} must be a number of seconds >= 0, got {value!r}")
+        return float(value)
+    if key == "state_dir":
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"{where} must be a folder path (text), got {value!r}")
+        return Path(value).expanduser()
+    if key in ("source", "host", "pin", "system"):
+        if not isinstance(value, str):
+            raise ValueError(f"{where} must be text (in quotes), got {value!r}")
+        return value
+    return value
 
 
 def _hash_pin(pin: str, salt: bytes) -> bytes:
@@ -440,11 +480,10 @@ def _serve(args) -> int:
     if args.state_dir:
         settings.state_dir = Path(args.state_dir).expanduser()
     if args.interval is not None:
-        if args.interval < 0:
-            raise ValueError(f"--interval must be >= 0 seconds, got {args.interval}")
+        if not math.isfinite(args.interval) or args.interval < 0:
+            raise ValueError(f"--interval must be a number of seconds >= 0, got {args.interval}")
         settings.interval_s = args.interval
-    if not 1 <= int(settings.port) <= 65535:
-        raise ValueError(f"port must be 1..65535, got {settings.port}")
+    settings.check()
     source = open_source(settings.source, interval_s=settings.interval_s)  # fail fast on a bad spec
     settings.source = source.spec
     source.close()
