@@ -1,0 +1,244 @@
+"""Fonts, colour palettes and the ink masks printed on each face (numerals, marks, pips).
+
+Splits are deterministic: fonts are split by family and palettes by name, both with an md5
+of the name, so that the ``valid`` split sees fonts and colours that ``train`` never does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageDraw, ImageFont
+
+TEX = 96  # texture side in pixels (one square texture per face)
+FONT_DIRS = ("/usr/share/fonts", "/usr/local/share/fonts", "~/.fonts", "~/.local/share/fonts")
+DEFAULT_FONT = "<pillow-default>"
+# not printed on dice: symbol sets, scripts, hairline weights
+_SKIP_FONT_WORDS = ("math", "symbol", "emoji", "dingbat", "d050000l", "z003", "hairline", "thin", "extralight")
+# metric clones of one design count as one family, so that no design is on both sides of the split
+_CLONES = {
+    "liberationserif": "times", "nimbus": "times", "freeserif": "times", "tinos": "times",
+    "liberationsans": "helvetica", "nimbussans": "helvetica", "freesans": "helvetica", "arimo": "helvetica",
+    "liberationmono": "courier", "nimbusmono": "courier", "freemono": "courier", "cousine": "courier",
+    "dejavusansmono": "dejavusans", "bitstreamvera": "dejavusans",
+}
+_STYLE_WORDS = ("regular", "bold", "italic", "oblique", "light", "thin", "extra", "semi", "demi", "medium",
+                "black", "heavy", "book", "roman", "condensed", "narrow", "hairline", "ps", "ttf", "mt")
+
+
+def _md5(text: str) -> int:
+    return int(hashlib.md5(text.encode()).hexdigest(), 16)
+
+
+def _family(path: str) -> str:
+    """Family of a font file: stem before the first '-', without style / width words
+    (DejaVuSansCondensed-Bold -> dejavusans, NimbusSansNarrow-Bold -> nimbussans)."""
+    name = Path(path).stem.split("-")[0].lower()
+    changed = True
+    while changed:
+        changed = False
+        for w in _STYLE_WORDS:
+            if name.endswith(w) and len(name) > len(w) + 2:
+                name = name[: -len(w)]
+                changed = True
+    return _CLONES.get(name, name)
+
+
+@lru_cache(maxsize=1)
+def all_fonts() -> tuple[str, ...]:
+    """TTF/OTF fonts on this system that print the ten digits, sorted; may be empty."""
+    extra = os.environ.get("PI_TABLE_FONT_DIRS", "")
+    dirs = [d for d in extra.split(os.pathsep) if d] + list(FONT_DIRS)
+    found: set[str] = set()
+    for d in dirs:
+        root = Path(os.path.expanduser(d))
+        if not root.is_dir():
+            continue
+        for p in root.rglob("*"):
+            if p.suffix.lower() in (".ttf", ".otf") and not any(w in p.name.lower() for w in _SKIP_FONT_WORDS):
+                found.add(str(p))
+    good = []
+    for p in sorted(found):
+        try:
+            f = ImageFont.truetype(p, 40)
+            glyphs = set()
+            for c in "0123456789":
+                m = f.getmask(c)
+                bb = m.getbbox()
+                if not bb or bb[2] - bb[0] < 3 or bb[3] - bb[1] < 15:
+                    break
+                glyphs.add(bytes(m))
+            else:
+                if len(glyphs) == 10:  # ten different, visible digits
+                    good.append(p)
+        except Exception:  # unreadable font file: skip
+            continue
+    return tuple(good)
+
+
+@lru_cache(maxsize=4)
+def fonts_for(split: str) -> tuple[str, ...]:
+    """Fonts of a split.  Families are ordered by md5 and about a quarter (at least one) go to
+    ``valid``; the rest to ``train``.  With one family or none, both splits share what exists
+    (Pillow's default font when nothing is installed)."""
+    fonts = all_fonts()
+    if not fonts:
+        return (DEFAULT_FONT,)
+    fams = sorted({_family(p) for p in fonts}, key=_md5)
+    if len(fams) < 2:
+        return fonts
+    n_valid = max(1, round(len(fams) / 4))
+    valid_fams = set(fams[:n_valid])
+    chosen = tuple(p for p in fonts if (_family(p) in valid_fams) == (split == "valid"))
+    return chosen
+
+
+@lru_cache(maxsize=256)
+def load_font(path: str, size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    if path == DEFAULT_FONT:
+        try:
+            return ImageFont.load_default(size)
+        except TypeError:  # old Pillow: bitmap font only
+            return ImageFont.load_default()
+    return ImageFont.truetype(path, size)
+
+
+# Colour palettes: (name, body RGB, ink RGB, second colour for marbled bodies). 0..255 sRGB.
+PALETTES: tuple[tuple[str, tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]], ...] = (
+    ("ivory-black", (236, 230, 214), (25, 25, 25), (200, 190, 170)),
+    ("white-black", (242, 242, 240), (20, 20, 22), (210, 210, 215)),
+    ("white-red", (240, 238, 232), (190, 25, 30), (215, 210, 205)),
+    ("white-blue", (238, 240, 242), (30, 60, 170), (200, 210, 230)),
+    ("black-white", (28, 28, 30), (235, 235, 235), (70, 70, 75)),
+    ("black-gold", (22, 20, 20), (215, 170, 60), (60, 50, 40)),
+    ("black-red", (25, 24, 26), (200, 30, 30), (70, 30, 30)),
+    ("red-white", (185, 25, 30), (240, 240, 240), (120, 10, 20)),
+    ("red-black", (200, 40, 35), (20, 20, 20), (240, 120, 90)),
+    ("blue-white", (30, 70, 170), (240, 240, 240), (120, 170, 230)),
+    ("navy-gold", (20, 30, 80), (220, 180, 70), (50, 80, 150)),
+    ("green-white", (30, 140, 60), (240, 240, 240), (10, 70, 30)),
+    ("green-gold", (15, 80, 40), (220, 180, 60), (60, 140, 80)),
+    ("yellow-black", (240, 205, 40), (25, 25, 25), (250, 150, 30)),
+    ("orange-black", (240, 120, 30), (20, 20, 20), (200, 60, 20)),
+    ("purple-white", (100, 40, 140), (240, 240, 240), (40, 20, 70)),
+    ("purple-gold", (70, 25, 100), (225, 185, 70), (150, 90, 180)),
+    ("pink-black", (240, 130, 170), (25, 25, 25), (250, 200, 220)),
+    ("teal-white", (20, 140, 140), (240, 240, 240), (10, 80, 90)),
+    ("grey-red", (130, 130, 135), (190, 30, 30), (80, 80, 85)),
+    ("brown-white", (110, 70, 40), (235, 225, 210), (170, 120, 70)),
+    ("cyan-black", (90, 200, 230), (20, 20, 30), (40, 120, 200)),
+    ("lime-black", (170, 220, 50), (20, 30, 20), (90, 160, 40)),
+    ("maroon-white", (110, 20, 35), (240, 230, 220), (60, 10, 20)),
+    ("skyblue-black", (150, 190, 235), (20, 20, 30), (220, 230, 250)),
+    ("olive-white", (110, 110, 50), (235, 235, 220), (70, 70, 30)),
+    ("magenta-white", (200, 30, 140), (245, 245, 245), (120, 20, 90)),
+    ("silver-black", (190, 195, 200), (20, 20, 25), (150, 150, 160)),
+)
+
+
+@lru_cache(maxsize=4)
+def palettes_for(split: str) -> tuple[tuple, ...]:
+    """Palettes of a split: those whose md5(name) % 5 == 0 are held out for ``valid``."""
+    held = tuple(p for p in PALETTES if _md5(p[0]) % 5 == 0)
+    if split == "valid":
+        return held
+    return tuple(p for p in PALETTES if p not in held)
+
+
+# ---------------------------------------------------------------------------------------------
+# Ink masks.  A mask is a float32 TEX x TEX array in 0..1, the square texture laid on a face with
+# its centre on the face's numeral centre, rows going down the numeral, columns to its right.
+
+
+def _draw_text(draw: ImageDraw.ImageDraw, text: str, font, cx: float, cy: float, height_px: float,
+               mark: str, fill: int = 255, stroke: int = 0) -> None:
+    """Draw ``text`` with its ink box centred at (cx, cy) and cap height about ``height_px``.
+    ``mark``: "" | "underline" | "dot" (a full stop after the numeral)."""
+    l, t, r, b = font.getbbox(text)
+    w, h = r - l, b - t
+    x0 = cx - w / 2 - l
+    y0 = cy - h / 2 - t
+    draw.text((x0, y0), text, font=font, fill=fill, stroke_width=stroke, stroke_fill=fill)
+    if mark == "underline":
+        th = max(1.0, 0.09 * h)
+        uw = 0.85 * w if len(text) == 1 else 0.6 * w
+        y = cy + h / 2 + 0.12 * h
+        draw.rectangle([cx - uw / 2, y, cx + uw / 2, y + th], fill=fill)
+    elif mark == "dot":
+        rad = max(1.0, 0.075 * h)
+        x = cx + w / 2 + 0.16 * h
+        y = cy + h / 2 - rad
+        draw.ellipse([x - rad, y - rad, x + rad, y + rad], fill=fill)
+
+
+@lru_cache(maxsize=1024)
+def _sized_font(font_path: str, cap_px: int):
+    """The font at the size whose digit "8" is ``cap_px`` pixels tall."""
+    probe = load_font(font_path, 100)
+    l, t, r, b = probe.getbbox("8")
+    size = max(6, int(round(100 * cap_px / max(1, b - t)))) if hasattr(probe, "size") else 10
+    return load_font(font_path, size)
+
+
+@lru_cache(maxsize=8192)
+def numeral_mask(text: str, font_path: str, height_frac: float, mark: str, stroke: int = 0,
+                 rotate: int = 0, dy: float = 0.0) -> np.ndarray:
+    """Mask of a numeral whose cap height is ``height_frac`` of the texture side; wide texts
+    ("10", "00".."90") shrink to fit 86 % of the side."""
+    ss = 1
+    side = TEX * ss
+    img = Image.new("L", (side, side), 0)
+    draw = ImageDraw.Draw(img)
+    target = height_frac * side
+    font = _sized_font(font_path, int(round(target)))
+    l, t, r, b = font.getbbox(text)
+    maxw = 0.86 * side
+    if r - l > maxw and hasattr(font, "size"):
+        font = load_font(font_path, max(6, int(font.size * maxw / (r - l))))
+    _draw_text(draw, text, font, side / 2, side / 2 + dy * side, target, mark, stroke=stroke * ss * 2)
+    if rotate:
+        img = img.rotate(rotate, resample=Image.BILINEAR)
+    if ss > 1:
+        img = img.resize((TEX, TEX), Image.BOX)
+    return _clear_border(np.asarray(img, np.float32) / 255.0)
+
+
+def _clear_border(m: np.ndarray) -> np.ndarray:
+    """Texels on the border are blank, so that lookups clamped to the border print nothing."""
+    m = m.copy()
+    m[0, :] = m[-1, :] = 0.0
+    m[:, 0] = m[:, -1] = 0.0
+    return m
+
+
+PIP_LAYOUT = {
+    1: [(0, 0)],
+    2: [(-1, -1), (1, 1)],
+    3: [(-1, -1), (0, 0), (1, 1)],
+    4: [(-1, -1), (1, -1), (-1, 1), (1, 1)],
+    5: [(-1, -1), (1, -1), (0, 0), (-1, 1), (1, 1)],
+    6: [(-1, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (1, 1)],
+}
+
+
+@lru_cache(maxsize=512)
+def pip_mask(value: int, radius: float, spread: float, turn: bool, big_one: float = 1.0) -> np.ndarray:
+    """Mask of ``value`` pips on a d6 face (texture = whole face).  ``radius`` and ``spread``
+    are fractions of the texture side; ``turn`` mirrors the diagonal of 2, 3 and 6."""
+    ss = 3
+    side = TEX * ss
+    img = Image.new("L", (side, side), 0)
+    draw = ImageDraw.Draw(img)
+    for x, y in PIP_LAYOUT[value]:
+        if turn:
+            x, y = -y, x
+        cx = side / 2 + x * spread * side
+        cy = side / 2 + y * spread * side
+        rad = radius * side * (big_one if value == 1 else 1.0)
+        draw.ellipse([cx - rad, cy - rad, cx + rad, cy + rad], fill=255)
+    img = img.resize((TEX, TEX), Image.BOX)
+    return _clear_border(np.asarray(img, np.float32) / 255.0)

@@ -1,0 +1,241 @@
+"""Tests of the synthetic dice renderer (pi_table.train.render): geometry, labels, splits, CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
+
+from pi_table.train.render import CLASSES, class_id  # noqa: E402
+from pi_table.train.render.backgrounds import SURFACES, real_photos, surfaces_for  # noqa: E402
+from pi_table.train.render.geometry import axis_angle, hull_points, rest_pose, solid, up_face  # noqa: E402
+from pi_table.train.render.scene import make_scene  # noqa: E402
+from pi_table.train.render.textures import (  # noqa: E402
+    PALETTES, _family, all_fonts, fonts_for, numeral_mask, palettes_for,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+REAL = REPO.parent / "shared" / "data" / "real"
+KINDS = ("d6", "d8", "d10", "d10-tens")
+
+
+def test_classes_list():
+    assert len(CLASSES) == 34
+    assert CLASSES[:6] == [f"d6:{f}" for f in "123456"]
+    assert CLASSES[6:14] == [f"d8:{f}" for f in "12345678"]
+    assert CLASSES[14:24] == [f"d10:{f}" for f in "0123456789"]
+    assert CLASSES[24:] == [f"d10-tens:{t}0" for t in range(10)]
+    assert class_id("d10-tens", "00") == 24 and class_id("d6", "1") == 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_faces_are_planar_outward_and_printable(kind):
+    s = solid(kind)
+    assert s.n_faces == {"d6": 6, "d8": 8, "d10": 10, "d10-tens": 10}[kind]
+    assert np.allclose(np.linalg.norm(s.normals, axis=1), 1)
+    for i, face in enumerate(s.faces):
+        pts = s.vertices[list(face)]
+        assert np.allclose(pts @ s.normals[i], s.offsets[i]), "face vertices lie on the face plane"
+        assert pts.mean(axis=0) @ s.normals[i] > 0, "normals point outward"
+        # counter-clockwise seen from outside: the polygon's own normal agrees with the face normal
+        area_n = sum(np.cross(pts[k], pts[(k + 1) % len(pts)]) for k in range(len(pts)))
+        assert area_n @ s.normals[i] > 0
+        assert np.isclose(s.centres[i] @ s.normals[i], s.offsets[i]), "numeral centre on the face"
+    # every vertex is inside every half-space: convex
+    assert np.all(s.vertices @ s.normals.T <= s.offsets + 1e-9)
+    # numerals read unmirrored from outside: right x up = outward normal
+    assert np.allclose(np.cross(s.eu, s.ev), s.normals)
+    if kind.startswith("d10"):
+        assert all(len(f) == 4 for f in s.faces), "pentagonal trapezohedron: kite faces"
+        assert len(s.vertices) == 12
+
+
+def test_opposite_faces_rules():
+    sums = {"d6": 7, "d8": 9, "d10": 9, "d10-tens": 90}
+    for kind, total in sums.items():
+        s = solid(kind)
+        for i, j in enumerate(s.opposite):
+            assert np.allclose(s.normals[i], -s.normals[j]), "opposite faces are parallel"
+            assert int(s.labels[i]) + int(s.labels[j]) == total
+        assert sorted(s.labels) == sorted(c.split(":")[1] for c in CLASSES if c.split(":")[0] == kind)
+
+
+def test_d10_odd_round_one_apex():
+    s = solid("d10")
+    top = [s.labels[i] for i in range(10) if s.normals[i][2] > 0]
+    assert sorted(top) == ["1", "3", "5", "7", "9"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_up_face_is_the_face_whose_normal_is_most_up(kind):
+    s = solid(kind)
+    rng = np.random.default_rng(0)
+    for face in range(s.n_faces):
+        R = rest_pose(s, face, rng.uniform(0, 2 * np.pi))
+        world_n = s.normals @ R.T
+        assert np.allclose(world_n[face], [0, 0, 1], atol=1e-9), "the resting top face points straight up"
+        assert up_face(s, R) == face
+    for _ in range(50):  # arbitrary orientations, brute force
+        R = axis_angle(rng.standard_normal(3), rng.uniform(0, np.pi))
+        z = (s.normals @ R.T)[:, 2]
+        assert up_face(s, R) == int(np.argmax(z))
+    # a small tilt (cocked die) keeps the same top face
+    R = rest_pose(s, 1, 0.3, np.radians(15), 1.0)
+    assert up_face(s, R) == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_hull_points_bound_the_rounded_solid(kind):
+    s = solid(kind)
+    h = hull_points(kind)
+    assert np.all(np.linalg.norm(h, axis=1) <= s.sphere + 1e-6)
+    assert np.all(h @ s.normals.T <= s.offsets + 1e-6)
+    # resting with face 0 up, the lowest point lies on the plane of the opposite face
+    R = rest_pose(s, 0, 0.7)
+    assert np.isclose((h @ R.T)[:, 2].min(), -s.offsets[s.opposite[0]], atol=1e-6)
+
+
+def test_labels_match_meta_and_geometry():
+    seen = set()
+    for i in range(6):
+        sc = make_scene(3, "train", i, KINDS, 320, None)
+        assert len(sc.labels) == len(sc.meta["dice"]) >= 1
+        for (c, cx, cy, w, h), d in zip(sc.labels, sc.meta["dice"]):
+            assert c == d["cls"] == class_id(d["kind"], d["face"])
+            assert 0 < cx < 1 and 0 < cy < 1 and 0 < w < 1 and 0 < h < 1
+            x0, y0, x1, y1 = d["box_px"]
+            assert abs((x0 + x1) / 2 / 320 - cx) < 1e-6 and abs((x1 - x0) / 320 - w) < 1e-6
+            assert isinstance(d["cocked"], bool)
+            seen.add(d["kind"])
+        assert sc.image.shape == (320, 320, 3) and sc.image.dtype == np.uint8
+    assert len(seen) >= 3
+
+
+def test_seed_determines_output():
+    a = make_scene(11, "train", 4, KINDS, 256, None)
+    b = make_scene(11, "train", 4, KINDS, 256, None)
+    c = make_scene(12, "train", 4, KINDS, 256, None)
+    assert np.array_equal(a.image, b.image) and a.labels == b.labels and a.meta == b.meta
+    assert not np.array_equal(a.image, c.image)
+
+
+def test_font_split_disjoint_and_deterministic():
+    train, valid = fonts_for("train"), fonts_for("valid")
+    assert train and valid
+    if len({_family(p) for p in all_fonts()}) < 2:
+        pytest.skip("fewer than two font families installed: both splits share one font")
+    assert not set(train) & set(valid)
+    assert not {_family(p) for p in train} & {_family(p) for p in valid}, "held out by family"
+    assert set(train) | set(valid) == set(all_fonts())
+
+
+def test_palette_and_surface_splits_disjoint():
+    pt, pv = palettes_for("train"), palettes_for("valid")
+    assert pt and pv and not set(pt) & set(pv) and len(pt) + len(pv) == len(PALETTES)
+    st, sv = surfaces_for("train"), surfaces_for("valid")
+    assert st and sv and not set(st) & set(sv) and len(st) + len(sv) == len(SURFACES)
+
+
+def test_valid_split_uses_held_out_fonts_and_palettes():
+    valid_fonts = {Path(p).name for p in fonts_for("valid")}
+    valid_pals = {p[0] for p in palettes_for("valid")}
+    for i in range(3):
+        for d in make_scene(5, "valid", i, ("d8", "d10"), 256, None).meta["dice"]:
+            assert d["font"] in valid_fonts
+            assert d["material"].split("/")[0] in valid_pals
+
+
+def test_real_background_split_disjoint():
+    if not REAL.is_dir():
+        pytest.skip("../shared/data/real is not beside this clone (a user's fresh clone has none)")
+    t, v = real_photos(str(REAL), "train"), real_photos(str(REAL), "valid")
+    assert t and v and not set(t) & set(v)
+    sc = make_scene(2, "train", 0, ("d10",), 256, str(REAL))
+    assert sc.labels
+
+
+def test_six_and_nine_carry_a_mark():
+    font = fonts_for("train")[0]
+    plain = numeral_mask("6", font, 0.4, "")
+    under = numeral_mask("6", font, 0.4, "underline")
+    dot = numeral_mask("9", font, 0.4, "dot")
+    assert under.sum() > plain.sum() * 1.05
+    assert dot.sum() > numeral_mask("9", font, 0.4, "").sum()
+
+
+def test_cli_tiny_run(tmp_path):
+    out = tmp_path / "set"
+    cmd = [sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--n", "3", "--seed", "7",
+           "--split", "valid", "--kinds", "d8,d10-tens", "--size", "256", "--backgrounds", "", "--workers", "2"]
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.stem for p in (out / "images").glob("*.jpg"))
+    assert len(names) == 3
+    for n in names:
+        rows = [l.split() for l in (out / "labels" / f"{n}.txt").read_text().splitlines()]
+        meta = json.loads((out / "meta" / f"{n}.json").read_text())
+        assert len(rows) == len(meta["dice"]) >= 1
+        for row, d in zip(rows, meta["dice"]):
+            assert len(row) == 5 and CLASSES[int(row[0])] == f"{d['kind']}:{d['face']}"
+            assert d["kind"] in ("d8", "d10-tens") and "cocked" in d
+    # the same scenes with one worker: byte-identical files
+    out1 = tmp_path / "set1"
+    cmd1 = [c if c != str(out) else str(out1) for c in cmd]
+    cmd1[-1] = "1"
+    assert subprocess.run(cmd1, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+    for n in names:
+        assert (out / "images" / f"{n}.jpg").read_bytes() == (out1 / "images" / f"{n}.jpg").read_bytes()
+        assert (out / "labels" / f"{n}.txt").read_text() == (out1 / "labels" / f"{n}.txt").read_text()
+    bad = subprocess.run([sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--kinds", "d20"],
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0
+
+
+def test_backgrounds_keep_their_colours():
+    from pi_table.train.render.backgrounds import background
+
+    for i in range(8):
+        bg, name = background(np.random.default_rng(i), 128, "train", str(REAL) if REAL.is_dir() else None)
+        assert bg.shape == (128, 128, 3) and bg.dtype == np.float32
+        assert 0 <= bg.min() and bg.max() <= 1
+        means = bg.reshape(-1, 3).mean(0)
+        assert means.max() - means.min() < 0.5 * max(means.max(), 1e-3) or "felt" in name or "wood" in name, (name, means)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_labelled_face_is_the_one_the_camera_sees_on_top(kind):
+    """Ink only the labelled face: ink shows in the middle of the die; ink only its opposite
+    face: none shows at all."""
+    from pi_table.train.render.raster import Camera, Light, Material, render_die, to_linear
+
+    s = solid(kind)
+    cam = Camera(200, 200, 100, 100, 800)
+    light = Light(np.array([0.0, 0.0, 1.0]), np.ones(3, np.float32) * 0.7, 0.2, 0.2, np.array([0.0, 0.0, 1.0]))
+    mat = Material("opaque", to_linear((240, 240, 240)), to_linear((0, 0, 0)), to_linear((240, 240, 240)))
+    mat.spec = 0.0
+    rng = np.random.default_rng(1)
+    blob = np.zeros((s.n_faces, 96, 96), np.float32)
+    for face in rng.choice(s.n_faces, 3, replace=False):
+        R = rest_pose(s, int(face), rng.uniform(0, 2 * np.pi))
+        scale = 60 / 2.0
+        pos = np.array([100.0, -100.0, -(hull_points(kind) @ R.T)[:, 2].min() * scale])
+        for inked, expect in ((int(face), True), (s.opposite[int(face)], False)):
+            masks = blob.copy()
+            masks[inked, 30:66, 30:66] = 1.0  # a square of ink round the numeral centre
+            p = render_die(s, R, scale, pos, cam, mat, masks, light)
+            lum = p.colour.mean(axis=2) / np.maximum(p.cover, 1e-3)
+            # where the labelled face's numeral centre lands in the image
+            cx, cy = cam.project((s.centres[int(face)] @ R.T * scale + pos)[None, :])[0]
+            u, v = int(round(cx)) - p.x0, int(round(cy)) - p.y0
+            centre = lum[v - 2:v + 3, u - 2:u + 3]
+            dark = (lum < 0.05) & (p.cover > 0.99)
+            if expect:
+                assert centre.max() < 0.05, f"{kind} face {s.labels[face]}: its ink is not on top"
+            else:
+                assert not dark.any(), f"{kind}: ink of the bottom face is visible"
