@@ -41,7 +41,7 @@ def test_frame_in_event_out_with_the_shipped_model(tmp_path, mock_pins):
         faces = sorted(d["face"] for d in roll["dice"] if d["status"] == "ok")
         truth = label_faces(roll["source"])
         assert len(roll["dice"]) == len(truth)
-        assert sum(f in truth for f in faces) >= len(truth) - 1  # a first model: at most one miss a photo
+        assert sum(f in truth for f in faces) >= len(truth) - 2  # a floor: at most two misses a photo
         assert roll["outcome"] in {"bad", "partial", "full", "critical", "reroll"}
         assert all(len(d["box"]) == 4 for d in roll["dice"])
     state = service.state().to_json()

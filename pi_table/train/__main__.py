@@ -31,13 +31,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--train-folders", default="", help="comma-separated data folders to train on (default all); "
                    "for leave-one-folder-out figures")
     p.add_argument("--det-steps", type=int, default=2500)
-    p.add_argument("--cls-steps", type=int, default=3000)
+    p.add_argument("--cls-steps", type=int, default=3500)
+    p.add_argument("--size-weight", type=float, default=2.0, help="weight of the detector's log box-size loss")
     p.add_argument("--det-batch", type=int, default=12)
     p.add_argument("--cls-batch", type=int, default=64)
     p.add_argument("--det-input", type=int, default=320, help="detector input long side, pixels")
     p.add_argument("--det-patch", type=int, default=256, help="detector training patch side, pixels")
-    p.add_argument("--crop-size", type=int, default=40, help="classifier crop side, pixels")
+    p.add_argument("--crop-size", type=int, default=48, help="classifier crop side, pixels")
     p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
+    p.add_argument("--threshold", type=float, default=0.9, help="confidence below which a die is reported unreadable")
+    p.add_argument("--cls-augment", type=float, default=0.6, help="strength of the crops' photometric augmentation")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     return p.parse_args(argv)
@@ -131,9 +134,10 @@ def main(argv=None) -> int:
         n_pos = pos.sum().clamp(min=1)
         focal = -((torch.log(p) * (1 - p) ** 2 * pos).sum()
                   + (torch.log(1 - p) * p**2 * (1 - ht.clamp(min=0)) ** 4 * neg).sum()) / n_pos
-        l_size = (torch.abs(size - st) * mt).sum() / n_pos
+        # Box size in log space: a 2-cell error matters on a small die, not on a big one.
+        l_size = (torch.abs(torch.log(size + 1e-3) - torch.log(st.clamp(min=1e-3))) * mt).sum() / n_pos
         l_off = (torch.abs(off - ot) * mt).sum() / n_pos
-        loss = focal + 0.1 * l_size + l_off
+        loss = focal + args.size_weight * l_size + l_off
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -160,13 +164,13 @@ def main(argv=None) -> int:
         crops, targets = [], []
         for i in rng.choice(len(dice_pool), args.cls_batch - n_neg, p=dice_w):
             im, d = dice_pool[i]
-            crops.append(D.photometric(D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin), rng))
+            crops.append(D.photometric(D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin), rng, args.cls_augment))
             targets.append(index[f"{d.kind}:{d.face}"])
         while len(crops) < args.cls_batch:
             im = pool[int(rng.choice(len(pool), p=weights))]
             neg = D.negative_crop(image_of(im), boxes_of(im), rng, args.crop_size, args.margin)
             if neg is not None:
-                crops.append(D.photometric(neg, rng))
+                crops.append(D.photometric(neg, rng, args.cls_augment))
                 targets.append(index["none"])
         x = torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
         y = torch.tensor(targets)
@@ -188,7 +192,7 @@ def main(argv=None) -> int:
         "detector": {"file": "detector.onnx", "input": args.det_input, "threshold": 0.3},
         "classifier": {"file": "classifier.onnx", "classes": classes, "temperature": 1.0,
                        "crop_size": args.crop_size, "margin": args.margin},
-        "threshold": 0.9,
+        "threshold": args.threshold,
         "none_threshold": 0.5,
         "seed": args.seed,
     }

@@ -1,0 +1,146 @@
+"""Write the model cards of a trained reader from measured figures: ``python3 -m pi_table.train.card``.
+
+    python3 -m pi_table.train.card --models models --data ../shared/data/real [--renders renders/valid] \
+        [--lofo runs/lofo-nellbyler=../shared/data/real/matteop65-d6-desk/Valid ...] [--note "..."]
+
+Every figure in the cards is measured here by the same code as ``pi-table eval`` and
+``pi-table bench``, and each table names the command that reproduces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+
+def _row(name: str, s: dict) -> str:
+    return (f"| {name} | {s['images']} | {s['dice']} | {s['read_right']:.2%} | {s['recall']:.2%} | {s['precision']:.2%} | "
+            f"{s['wrong_at_ok']:.2%} | {s['unreadable']:.2%} | {s['false_dice_per_100_images']:.1f} | {s['ece']:.3f} |")
+
+
+HEADER = ("| data (held out) | images | dice | read right | detection recall | precision | wrong at `ok` | unreadable | "
+          "false dice / 100 images | ECE |\n|---|---|---|---|---|---|---|---|---|---|")
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m pi_table.train.card", description=__doc__.splitlines()[0])
+    p.add_argument("--models", type=Path, default=Path("models"))
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--renders", type=Path, help="rendered validation set (held-out fonts, colours, backgrounds)")
+    p.add_argument("--lofo", action="append", default=[], help="MODELS=DIR: a leave-one-folder-out model and the folder it never saw")
+    p.add_argument("--train-command", default="python3 -m pi_table.train --data ../shared/data/real --out models/ --seed 0")
+    p.add_argument("--note", default="")
+    args = p.parse_args(argv)
+
+    from pi_table.vision.bench import bench
+    from pi_table.vision.evaluate import evaluate
+    from pi_table.vision.reader import DiceReader
+
+    reader = DiceReader(args.models, threads=0)
+    config = reader.config
+    real = evaluate(reader, args.data, held_out=True)
+    rows = [_row(name, s) for name, s in real["folders"].items()]
+    cmds = [f"pi-table eval {args.data} --held-out"]
+    if args.renders:
+        rend = evaluate(reader, args.renders)
+        s = rend["all"]
+        rows.append(_row(f"renders, held-out fonts/colours/backgrounds ({args.renders.name})", s))
+        by_kind: dict[str, list[int]] = {}
+        for key, n in s["confusion"].items():
+            truth, read = key.split("->")
+            kind = truth.split(":")[0]
+            tally = by_kind.setdefault(kind, [0, 0])
+            tally[1] += n
+            tally[0] += n if read == truth else 0
+        kinds_line = ", ".join(f"{k} {r / t:.2%} ({t} dice)" for k, (r, t) in sorted(by_kind.items()))
+        cmds.append(f"pi-table eval {args.renders}")
+    lofo_rows = []
+    for item in args.lofo:
+        models, folder = item.split("=", 1)
+        lofo_reader = DiceReader(models, threads=0)
+        trained = json.loads((Path(models) / "splits.json").read_text())["trained_on"]
+        held = "--held-out" if "nellbyler" in folder else ""
+        res = evaluate(lofo_reader, Path(folder), held_out=bool(held))
+        for name, s in res["folders"].items():
+            lofo_rows.append(_row(f"{name} (trained only on {', '.join(trained)})", s))
+        cmds.append(f"pi-table eval {folder} {held} --models {models}".replace("  ", " "))
+    speed = bench(lambda t: DiceReader(args.models, threads=t), repeats=30)
+    sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", "classifier.onnx")}
+    log = json.loads((args.models / "train-log.json").read_text()) if (args.models / "train-log.json").is_file() else {}
+    classes = config["classifier"]["classes"]
+    renders_used = any("renders" in t for t in json.loads((args.models / "splits.json").read_text())["trained_on"])
+
+    accuracy = "\n".join([HEADER, *rows])
+    if args.renders:
+        accuracy += f"\n\nRendered validation set, per kind (face read right at `ok`): {kinds_line}."
+    if lofo_rows:
+        accuracy += ("\n\nLeave one folder out (a model trained on one real folder only, scored on the other; "
+                     "the honest figure for trays and cameras it never saw):\n\n" + "\n".join([HEADER, *lofo_rows]))
+    speed_table = "\n".join(["| threads | dice in frame | median ms | p90 ms | frames/s |", "|---|---|---|---|---|"]
+                            + [f"| {r['threads']} | {r['dice']} | {r['median_ms']} | {r['p90_ms']} | {r['fps']} |" for r in speed])
+    data_text = (
+        "Real photos: `../shared/data/real` (`nellbyler-d6-tray`, BSD-3-Clause, © 2019 Nell Byler; "
+        "`matteop65-d6-desk`, MIT, © 2021 Matteo Anthony Penlington). Split per folder with the seed, "
+        "listed image by image in `splits.json`: nellbyler 20% valid / 8% calib / rest train; "
+        "matteop `Valid` all valid, `Train` 10% calib / rest train. Training never sees valid or calib; "
+        "calib only fits the confidence temperature."
+    )
+    if renders_used:
+        data_text += (" **d8, d10 and d10-tens were trained on renders only** (`python3 -m pi_table.train.render`, "
+                      "see docs/renders.md): there are no public labelled photos of real d8/d10 faces. "
+                      "d6 was trained on the real photos plus renders.")
+    common = f"""Command that trained it (CPU, {os.cpu_count()} cores, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
+
+```sh
+{args.train_command}
+```
+
+## Data
+
+{data_text}
+
+## Accuracy (measured by `{'`, `'.join(cmds)}`)
+
+A die counts as read right when a detection overlaps its labelled box with IoU >= 0.5, its
+status is `ok` and its face is the labelled one. Wrong at `ok`: of the dice reported `ok`,
+the share with a wrong face. ECE: expected calibration error of the confidence (10 bins).
+
+{accuracy}
+
+## Speed (measured by `pi-table bench`, 640x640 frames, model load excluded, this machine)
+
+{speed_table}
+
+{args.note}
+"""
+    det = config["detector"]
+    cls = config["classifier"]
+    (args.models / "detector.md").write_text(f"""# detector.onnx — finds every die in a tray photo
+
+Size {sizes['detector.onnx'] / 1e6:.2f} MB (all shipped models together {sum(sizes.values()) / 1e6:.2f} MB).
+CenterNet-style fully convolutional net (Zhou et al. 2019, "Objects as Points"): input `image`
+float32 1x3xHxW RGB 0..1, the photo scaled so its long side is {det['input']} px and padded to a
+multiple of 32; outputs at stride 4 `heat` (die centres, 0..1), `size` (box w, h in cells),
+`offset` (sub-cell centre). Peaks >= {det['threshold']} are detections. Read by
+`pi_table/vision/reader.py` (onnxruntime + OpenCV). The classifier (classifier.md) then reads each
+box and rejects those that are not dice.
+
+{common}""")
+    (args.models / "classifier.onnx").exists()
+    (args.models / "classifier.md").write_text(f"""# classifier.onnx — reads the top face of each die
+
+Size {sizes['classifier.onnx'] / 1e6:.2f} MB. Small CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32
+Nx3xSxS RGB 0..1; the crop is {cls['margin']} times the box's long side), output `logits` over
+{len(classes)} classes: {', '.join(classes)}. Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
+fitted on the calib split (Guo et al. 2017); a die below {config['threshold']} is reported `unreadable`;
+a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.
+
+{common}""")
+    print(json.dumps({"real": {k: v["read_right"] for k, v in real["folders"].items()}, "speed": speed}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
