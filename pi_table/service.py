@@ -490,14 +490,16 @@ def _serve(args) -> int:
     service = Service(settings)
     if service.check_pin.new_pin:
         print(f"GM PIN: {service.check_pin.new_pin}  (printed once; stored hashed in {settings.state_dir})", flush=True)
-    from pi_table.outputs.web import serve_forever
+    from pi_table.outputs.web import install_stop_handlers, serve_forever
 
     capture = threading.Thread(target=service.run, name="capture", daemon=True)
-    capture.start()
     try:
+        install_stop_handlers(service)  # before the first roll: SIGTERM mid-roll is a clean stop
+        capture.start()
         serve_forever(service, settings.host, int(settings.port))
     finally:
         service.stop()
-        capture.join(timeout=15)  # let a roll in hand be read and recorded (SIGTERM mid-roll)
+        if capture.is_alive():
+            capture.join(timeout=15)  # let a roll in hand be read and recorded (SIGTERM mid-roll)
         service.close()
     return 0

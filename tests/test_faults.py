@@ -182,3 +182,42 @@ def test_sigkill_right_after_a_roll_loses_nothing(tmp_path):
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+SLOW_SERVE = r'''
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import pi_table.vision
+from pi_table.cli import main
+from tests.conftest import FakeReader, d6_reading
+
+class SlowReader(FakeReader):
+    def read(self, image, name="", kinds=None):
+        print("reading", flush=True)
+        time.sleep(1.5)  # SIGTERM lands while the dice are being read
+        return super().read(image, name, kinds)
+
+pi_table.vision.DiceReader = lambda threads=1: SlowReader(d6_reading(6, 5))
+status = main(["serve", "--source", "demo", "--interval", "0.2", "--state-dir", sys.argv[2], "--host", "127.0.0.1",
+               "--port", sys.argv[3], "--pin", "1234"])
+print("stopped", status, flush=True)
+'''
+
+
+def test_sigterm_mid_roll_stops_cleanly_and_keeps_the_roll(tmp_path):
+    """SIGTERM while a roll is being read: the read finishes, the roll is stored, exit 0."""
+    env = {**os.environ, "GPIOZERO_PIN_FACTORY": "mock"}
+    proc = subprocess.Popen([sys.executable, "-c", SLOW_SERVE, str(REPO), str(tmp_path), str(free_port())],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout.readline().strip() == "reading"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()[-2000:]
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    table = Table(tmp_path / "table.db", "charge")
+    rolls = table.rolls()
+    assert len(rolls) == 1 and rolls[0].outcome == "full" and [d.face for d in rolls[0].reading.dice] == ["6", "5"]
+    table.close()

@@ -274,10 +274,12 @@ def make_server(service, host: str, port: int):
                          ident="pi-table")
 
 
-def serve_forever(service, host: str, port: int) -> None:
-    """Serve the app with waitress until SIGTERM/SIGINT; then stop the capture loop cleanly."""
-    server = make_server(service, host, port)
-    log.info("web page on http://%s:%s/ (GM page /gm)", host, server.effective_port)
+def install_stop_handlers(service) -> None:
+    """SIGTERM/SIGINT stop the capture loop and raise SystemExit(0) in the main thread (clean stop).
+
+    Installed before the capture thread starts, so a signal mid-roll never kills the process
+    with a roll in hand. No-op outside the main thread.
+    """
 
     def stop(signum, _frame):
         log.info("signal %s: stopping", signum)
@@ -287,6 +289,13 @@ def serve_forever(service, host: str, port: int) -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+
+
+def serve_forever(service, host: str, port: int) -> None:
+    """Serve the app with waitress until SIGTERM/SIGINT; then stop the capture loop cleanly."""
+    install_stop_handlers(service)
+    server = make_server(service, host, port)
+    log.info("web page on http://%s:%s/ (GM page /gm)", host, server.effective_port)
     try:
         server.run()
     finally:
