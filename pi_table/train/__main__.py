@@ -107,8 +107,24 @@ def main(argv=None) -> int:
         return np.array([d.box for d in im.dice], np.float32).reshape(-1, 4)
 
     pool = train_imgs + render_images
-    weights = np.array([1.0 if im.folder != "renders" else 0.5 * len(train_imgs) / max(1, len(render_images)) for im in pool])
-    weights /= weights.sum()
+    # Renders together weigh half as much as the real photos, whatever their number.
+    render_weight = 0.5 * len(train_imgs) / max(1, len(render_images))
+
+    def sample_weights(images) -> np.ndarray:
+        w = np.array([render_weight if im.folder == "renders" else 1.0 for im in images])
+        return w / w.sum()
+
+    def optimise(opt, sched, loss, losses: list, step: int, steps: int, what: str, t0: float) -> None:
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if (step + 1) % 100 == 0 or step + 1 == steps:
+            log(f"{what} step {step + 1}/{steps} loss {np.mean(losses[-100:]):.4f} "
+                f"({(time.time() - t0) / (step + 1):.2f} s/step)")
+
+    weights = sample_weights(pool)
     history: dict = {"classes": classes}
 
     # ---- detector
@@ -138,22 +154,14 @@ def main(argv=None) -> int:
         l_size = (torch.abs(torch.log(size + 1e-3) - torch.log(st.clamp(min=1e-3))) * mt).sum() / n_pos
         l_off = (torch.abs(off - ot) * mt).sum() / n_pos
         loss = focal + args.size_weight * l_size + l_off
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if (step + 1) % 100 == 0 or step + 1 == args.det_steps:
-            log(f"detector step {step + 1}/{args.det_steps} loss {np.mean(losses[-100:]):.3f} "
-                f"({(time.time() - t0) / (step + 1):.2f} s/step)")
+        optimise(opt, sched, loss, losses, step, args.det_steps, "detector", t0)
     history["detector_loss"] = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
     det_path = args.out / "detector.onnx"
     export_detector(det, det_path, args.det_input)
 
     # ---- classifier
     dice_pool = [(im, d) for im in pool for d in im.dice]
-    dice_w = np.array([1.0 if im.folder != "renders" else 0.5 * len(train_imgs) / max(1, len(render_images)) for im, _ in dice_pool])
-    dice_w /= dice_w.sum()
+    dice_w = sample_weights([im for im, _ in dice_pool])
     cls = ClassifierNet(len(classes))
     opt = torch.optim.AdamW(cls.parameters(), lr=3e-3, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=args.cls_steps, pct_start=0.05)
@@ -175,14 +183,7 @@ def main(argv=None) -> int:
         x = torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
         y = torch.tensor(targets)
         loss = torch.nn.functional.cross_entropy(cls(x), y, label_smoothing=0.02)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if (step + 1) % 100 == 0 or step + 1 == args.cls_steps:
-            log(f"classifier step {step + 1}/{args.cls_steps} loss {np.mean(losses[-100:]):.4f} "
-                f"({(time.time() - t0) / (step + 1):.2f} s/step)")
+        optimise(opt, sched, loss, losses, step, args.cls_steps, "classifier", t0)
     history["classifier_loss"] = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
     cls_path = args.out / "classifier.onnx"
     export_classifier(cls, cls_path, args.crop_size)
@@ -226,7 +227,7 @@ def calibrate(models: Path, images, classes: list[str]) -> float:
         if not boxes:
             continue
         crops = reader.classifier.crops(image, boxes)
-        out = reader.classifier.session.run(["logits"], {"crops": crops})[0]
+        out = reader.classifier.logits(crops)
         for box, row in zip(boxes, out):
             best = max(im.dice, key=lambda d: iou(box, d.box), default=None)
             label = f"{best.kind}:{best.face}" if best is not None and iou(box, best.box) >= 0.5 else "none"

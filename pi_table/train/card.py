@@ -128,7 +128,6 @@ multiple of 32; outputs at stride 4 `heat` (die centres, 0..1), `size` (box w, h
 box and rejects those that are not dice.
 
 {common}""")
-    (args.models / "classifier.onnx").exists()
     (args.models / "classifier.md").write_text(f"""# classifier.onnx — reads the top face of each die
 
 Size {sizes['classifier.onnx'] / 1e6:.2f} MB. Small CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32

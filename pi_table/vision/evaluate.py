@@ -42,6 +42,20 @@ class Score:
         self.calibration += other.calibration
         self.ms += other.ms
 
+    def count_read(self, die, kind: str, face: str) -> None:
+        """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or unreadable."""
+        label = f"{kind}:{face}"
+        self.found += 1
+        right = die.kind == kind and die.face == face
+        self.calibration.append((die.confidence, right))
+        if die.status == "ok":
+            self.right += right
+            self.wrong_ok += not right
+            self.confusion[(label, f"{die.kind}:{die.face}")] += 1
+        else:
+            self.unreadable += 1
+            self.confusion[(label, "?")] += 1
+
     def ece(self, bins: int = 10) -> float:
         """Expected calibration error over matched dice (confidence vs face right)."""
         if not self.calibration:
@@ -92,18 +106,8 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
         if i in used_d or j in used_t:
             continue
         used_d.add(i), used_t.add(j)
-        die, truth = reading.dice[i], labelled.dice[j]
-        label = f"{truth.kind}:{truth.face}"
-        score.found += 1
-        right = die.kind == truth.kind and die.face == truth.face
-        score.calibration.append((die.confidence, right))
-        if die.status == "ok":
-            score.right += right
-            score.wrong_ok += not right
-            score.confusion[(label, f"{die.kind}:{die.face}")] += 1
-        else:
-            score.unreadable += 1
-            score.confusion[(label, "?")] += 1
+        truth = labelled.dice[j]
+        score.count_read(reading.dice[i], truth.kind, truth.face)
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
             score.confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
@@ -159,18 +163,8 @@ def evaluate_crops(reader: DiceReader, root: Path, kinds=None) -> dict:
         if not reading.dice:
             total.confusion[(label, "-")] += 1
             continue
-        die = reading.dice[0]
-        total.found += 1
         total.detections += 1
-        right = die.kind == kind and die.face == face
-        total.calibration.append((die.confidence, right))
-        if die.status == "ok":
-            total.right += right
-            total.wrong_ok += not right
-            total.confusion[(label, f"{die.kind}:{die.face}")] += 1
-        else:
-            total.unreadable += 1
-            total.confusion[(label, "?")] += 1
+        total.count_read(reading.dice[0], kind, face)
     return {"folders": {Path(root).name: total.to_json()}, "all": total.to_json()}
 
 

@@ -208,11 +208,15 @@ class Classifier:
         batch = np.stack([crop_die(image, b, self.crop_size, self.margin) for b in boxes])
         return np.ascontiguousarray(batch[:, :, :, ::-1].transpose(0, 3, 1, 2).astype(np.float32) * (1 / 255))
 
+    def logits(self, crops: np.ndarray) -> np.ndarray:
+        """NxC raw class scores (before temperature) of Nx3xSxS crops."""
+        return self.session.run(["logits"], {"crops": crops})[0]
+
     def probabilities(self, crops: np.ndarray, kinds=None) -> np.ndarray:
         """NxC calibrated class probabilities; classes of kinds not in ``kinds`` get 0."""
         if len(crops) == 0:
             return np.zeros((0, len(self.classes)), np.float32)
-        logits = self.session.run(["logits"], {"crops": crops})[0].astype(np.float64) / self.temperature
+        logits = self.logits(crops).astype(np.float64) / self.temperature
         if kinds is not None:
             allowed = np.array([c == "none" or c.split(":")[0] in kinds for c in self.classes])
             logits[:, ~allowed] = -np.inf
@@ -266,13 +270,13 @@ class DiceReader:
                 raise ValueError(f"unknown die kind {kind!r} (expected some of {', '.join(KINDS)})")
         return kinds
 
-    def _dice(self, image: np.ndarray, boxes, scores, kinds, crop_mode: bool) -> list[Die]:
+    def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool) -> list[Die]:
         probs = self.classifier.probabilities(self.classifier.crops(image, boxes), kinds)
         classes = self.classifier.classes
         none = classes.index("none") if "none" in classes else None
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
         dice = []
-        for box, score, p in zip(boxes, scores, probs):
+        for box, p in zip(boxes, probs):
             if none is not None and not crop_mode and p[none] >= self.none_threshold:
                 continue  # the classifier says this box is not a die
             faces = p.copy()
@@ -306,7 +310,7 @@ class DiceReader:
         start = time.perf_counter()
         detections = self.detector.detect(image)
         boxes = [d.box for d in detections]
-        dice = self._dice(image, boxes, [d.score for d in detections], kinds, False) if boxes else []
+        dice = self._dice(image, boxes, kinds, False) if boxes else []
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
@@ -320,7 +324,7 @@ class DiceReader:
         # The training crops have the die's long side = 1/margin of the crop: match that.
         box = (0.0, 0.0, float(w), float(h))
         inner = _shrink(box, 1.0 / self.classifier.margin * 1.15)
-        dice = self._dice(image, [inner], [1.0], kinds, True)
+        dice = self._dice(image, [inner], kinds, True)
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, w, h, ms, tuple(dice[:1]))
 
