@@ -212,6 +212,7 @@ class Service:
             on_scene=self._button(self.new_scene), on_reread=self._button(self.reread))
         self.notices: dict[str, str] = {}
         self._lock = threading.RLock()
+        self._show_lock = threading.Lock()  # read tokens and light LEDs as one step
         self._last_frame: SettledRoll | None = None
         self.stop_event = threading.Event()
         self.rolls_read = 0
@@ -372,13 +373,16 @@ class Service:
         return self.table.state(tuple(self.notices.values()))
 
     def _show(self, status: str | None = None) -> None:
-        tokens = self.table.shown_tokens()  # momentum: the roller's, when one is picked
-        omens = tokens.momentum if self.table.system == "charge" else tokens.gm_omens
-        self.panel.show_tokens(tokens.tension, omens)
-        if status is not None:
-            self.panel.show_status(status)
-        elif self.panel.status not in ("reroll",):
-            self.panel.show_status("ready")
+        # Two changes at once (two GM taps served by two threads) must not leave the LEDs on
+        # the older count: reading the tokens and lighting them is one step under a lock.
+        with self._show_lock:
+            tokens = self.table.shown_tokens()  # momentum: the roller's, when one is picked
+            omens = tokens.momentum if self.table.system == "charge" else tokens.gm_omens
+            self.panel.show_tokens(tokens.tension, omens)
+            if status is not None:
+                self.panel.show_status(status)
+            elif self.panel.status not in ("reroll",):
+                self.panel.show_status("ready")
 
     def _changed(self, status: str | None = None) -> None:
         self._show(status)

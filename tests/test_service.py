@@ -108,3 +108,35 @@ def test_serve_command_end_to_end(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_concurrent_token_changes_leave_the_leds_on_the_final_count(tmp_path, mock_pins):
+    """Two GM taps served by two threads at once: the LEDs must end on the stored count.
+
+    Found by the browser test in CI: without a lock the thread that read the older count
+    could light the LEDs last.
+    """
+    service = Service(Settings(state_dir=tmp_path, pin="1357", system="charge", source="demo", interval_s=0))
+    shown = service.panel.show_tokens
+
+    def slow_show(tension, omens):  # widen the window a race needs
+        time.sleep(0.002)
+        shown(tension, omens)
+
+    service.panel.show_tokens = slow_show
+    service.add_tension(1)  # every spend below has a token to spend
+    for _ in range(5):
+        start = threading.Barrier(4)
+
+        def tap(delta):
+            start.wait()
+            service.add_tension(delta)
+
+        threads = [threading.Thread(target=tap, args=(d,)) for d in (1, 1, 1, -1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        tension = service.state().tokens.tension
+        assert service.panel.lit()["tension"] == min(tension, len(service.panel.tension_bar))
+    service.close()
