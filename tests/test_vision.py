@@ -170,5 +170,7 @@ def test_training_smoke(tmp_path):
     splits = json.loads((tmp_path / "splits.json").read_text())
     valid = splits["folders"]["nellbyler-d6-tray"]["valid"]
     assert len(valid) == 40 and not set(valid) & set(splits["folders"]["nellbyler-d6-tray"]["train"])
-    reading = DiceReader(tmp_path).read(load_image(sorted(DEMO.glob("*.jpg"))[0]))
+    trained = DiceReader(tmp_path)
+    assert trained.classifier.refines  # the classifier exports its box head
+    reading = trained.read(load_image(sorted(DEMO.glob("*.jpg"))[0]))
     assert reading.width == 640

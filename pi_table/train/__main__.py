@@ -41,6 +41,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
     p.add_argument("--threshold", type=float, default=0.9, help="confidence below which a die is reported unreadable")
     p.add_argument("--cls-augment", type=float, default=0.6, help="strength of the crops' photometric augmentation")
+    p.add_argument("--paste", type=float, default=0.4, help="share of samples whose dice are pasted onto a new surface")
+    p.add_argument("--box-weight", type=float, default=4.0, help="weight of the classifier's box-refinement loss")
+    p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     return p.parse_args(argv)
@@ -52,6 +55,7 @@ def log(msg: str) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    import cv2
     import torch
 
     from pi_table.train import data as D
@@ -126,6 +130,7 @@ def main(argv=None) -> int:
 
     weights = sample_weights(pool)
     history: dict = {"classes": classes}
+    photo_dice = [(im, d) for im in train_imgs for d in im.dice]  # what copy-paste draws from
 
     # ---- detector
     det = DetectorNet()
@@ -137,7 +142,10 @@ def main(argv=None) -> int:
     for step in range(args.det_steps):
         imgs, heats, sizes, offs, masks = [], [], [], [], []
         for i in rng.choice(len(pool), args.det_batch, p=weights):
-            sample = D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch)
+            if rng.random() < args.paste:
+                sample = D.paste_sample(photo_dice, image_of, rng, args.det_patch)
+            else:
+                sample = D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch)
             h, s, o, m = D.det_targets(sample.boxes, args.det_patch)
             imgs.append(sample.image[:, :, ::-1].transpose(2, 0, 1))
             heats.append(h), sizes.append(s), offs.append(o), masks.append(m)
@@ -162,27 +170,64 @@ def main(argv=None) -> int:
     # ---- classifier
     dice_pool = [(im, d) for im in pool for d in im.dice]
     dice_w = sample_weights([im for im, _ in dice_pool])
-    cls = ClassifierNet(len(classes))
+    pasted_side = 64  # canvas of a pasted crop, pixels, scaled to --crop-size after
+
+    def pasted_crop(im, d):
+        """A die (or, with im None, no die: surface and maybe a die's edge) on a new surface."""
+        canvas = D.surface(rng, pasted_side)
+        side = pasted_side / args.margin * math.exp(rng.normal(0, 0.15))
+        cx, cy = pasted_side / 2 + rng.normal(0, 0.1, 2) * side
+        if rng.random() < 0.3:  # a neighbour at the crop's edge, as in a crowded tray
+            ni, nd = photo_dice[int(rng.integers(len(photo_dice)))]
+            a = rng.uniform(0, 2 * math.pi)
+            r = side * rng.uniform(1.0, 1.3)
+            D.paste_die(canvas, image_of(ni), nd.box, cx + r * math.cos(a), cy + r * math.sin(a), side, rng)
+        if im is None:
+            if rng.random() < 0.5:
+                return D.DieCrop(cv2.resize(canvas, (args.crop_size,) * 2, interpolation=cv2.INTER_AREA), np.zeros(4, np.float32), False)
+            a = rng.uniform(0, 2 * math.pi)
+            r = side * rng.uniform(0.6, 0.9)
+            im, d = photo_dice[int(rng.integers(len(photo_dice)))]
+            D.paste_die(canvas, image_of(im), d.box, cx + r * math.cos(a), cy + r * math.sin(a), side, rng)
+            return D.DieCrop(cv2.resize(canvas, (args.crop_size,) * 2, interpolation=cv2.INTER_AREA), np.zeros(4, np.float32), False)
+        box = D.paste_die(canvas, image_of(im), d.box, cx, cy, side, rng)
+        image = cv2.resize(canvas, (args.crop_size,) * 2, interpolation=cv2.INTER_AREA)
+        return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
+    cls = ClassifierNet(len(classes), crop_size=args.crop_size)
     opt = torch.optim.AdamW(cls.parameters(), lr=3e-3, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=args.cls_steps, pct_start=0.05)
     cls.train()
     losses, t0 = [], time.time()
     n_neg = max(1, args.cls_batch // 6)
     for step in range(args.cls_steps):
-        crops, targets = [], []
+        crops, targets, boxes, known = [], [], [], []
         for i in rng.choice(len(dice_pool), args.cls_batch - n_neg, p=dice_w):
             im, d = dice_pool[i]
-            crops.append(D.photometric(D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin), rng, args.cls_augment))
+            if rng.random() < args.paste and im.folder != "renders":
+                c = pasted_crop(im, d)
+            else:
+                c = D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin)
+            crops.append(D.photometric(c.image, rng, args.cls_augment))
             targets.append(index[f"{d.kind}:{d.face}"])
+            boxes.append(c.box), known.append(c.box_known)
         while len(crops) < args.cls_batch:
-            im = pool[int(rng.choice(len(pool), p=weights))]
-            neg = D.negative_crop(image_of(im), boxes_of(im), rng, args.crop_size, args.margin)
+            if rng.random() < args.paste:
+                neg = pasted_crop(None, None).image
+            else:
+                im = pool[int(rng.choice(len(pool), p=weights))]
+                neg = D.negative_crop(image_of(im), boxes_of(im), rng, args.crop_size, args.margin)
             if neg is not None:
                 crops.append(D.photometric(neg, rng, args.cls_augment))
                 targets.append(index["none"])
+                boxes.append(np.zeros(4, np.float32)), known.append(False)
         x = torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
         y = torch.tensor(targets)
-        loss = torch.nn.functional.cross_entropy(cls(x), y, label_smoothing=0.02)
+        logits, box = cls(x)
+        loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.02)
+        mask = torch.tensor(known, dtype=torch.float32)[:, None]
+        l_box = (torch.nn.functional.smooth_l1_loss(box, torch.from_numpy(np.stack(boxes)), reduction="none", beta=0.05)
+                 * mask).sum() / mask.sum().clamp(min=1)
+        loss = loss + args.box_weight * l_box
         optimise(opt, sched, loss, losses, step, args.cls_steps, "classifier", t0)
     history["classifier_loss"] = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
     cls_path = args.out / "classifier.onnx"
@@ -195,6 +240,7 @@ def main(argv=None) -> int:
                        "crop_size": args.crop_size, "margin": args.margin},
         "threshold": args.threshold,
         "none_threshold": 0.5,
+        "refine": args.refine,
         "seed": args.seed,
     }
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
@@ -226,8 +272,7 @@ def calibrate(models: Path, images, classes: list[str]) -> float:
         boxes = [d.box for d in reader.detector.detect(image)]
         if not boxes:
             continue
-        crops = reader.classifier.crops(image, boxes)
-        out = reader.classifier.logits(crops)
+        boxes, out = reader.boxes_and_logits(image, boxes)
         for box, row in zip(boxes, out):
             best = max(im.dice, key=lambda d: iou(box, d.box), default=None)
             label = f"{best.kind}:{best.face}" if best is not None and iou(box, best.box) >= 0.5 else "none"

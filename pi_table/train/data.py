@@ -201,17 +201,51 @@ def crop_rotated(image: np.ndarray, cx: float, cy: float, side: float, angle: fl
                           borderMode=cv2.BORDER_REPLICATE)
 
 
-def die_crop(image: np.ndarray, box, rng: np.random.Generator, size: int, margin: float, jitter: bool = True) -> np.ndarray:
-    """Crop of a labelled die as the reader would cut it, with detector-like jitter and any turn."""
-    x0, y0, x1, y1 = box
+@dataclass
+class DieCrop:
+    """A classifier training crop: ``image`` SxSx3 uint8 BGR and its box target.
+
+    ``box`` is the labelled box in the crop's frame as the reader's refinement head predicts
+    it: (dx, dy) = box centre minus crop centre, in crop sides; (lw, lh) = log(box w, h /
+    crop side). ``box_known`` is False when the crop was turned by an angle that is not a
+    multiple of 90 degrees (the axis-aligned box of a turned die is not defined by the label).
+    """
+
+    image: np.ndarray
+    box: np.ndarray
+    box_known: bool
+
+
+def box_target(box, cx: float, cy: float, side: float) -> np.ndarray:
+    """(dx, dy, lw, lh) of ``box`` for a crop of ``side`` pixels centred at (cx, cy), unturned."""
+    x0, y0, x1, y1 = (float(v) for v in box)
+    return np.array([((x0 + x1) / 2 - cx) / side, ((y0 + y1) / 2 - cy) / side,
+                     math.log(max(x1 - x0, 1e-3) / side), math.log(max(y1 - y0, 1e-3) / side)], np.float32)
+
+
+def die_crop(image: np.ndarray, box, rng: np.random.Generator, size: int, margin: float, jitter: float = 1.0) -> DieCrop:
+    """Crop of a labelled die as the reader would cut it from a detector's box: the centre
+    and size jittered like a detector's error (``jitter`` scales it; 0 for none), turned by
+    a multiple of 90 degrees, or half the time by any angle."""
+    x0, y0, x1, y1 = (float(v) for v in box)
     side = max(x1 - x0, y1 - y0)
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    k = int(rng.integers(0, 4)) if jitter else 0
+    free = bool(jitter) and rng.random() < 0.5
+    angle = 90.0 * k + (float(rng.uniform(0, 90)) if free else 0.0)
     if jitter:
-        cx += rng.normal(0, 0.06) * side
-        cy += rng.normal(0, 0.06) * side
-        side *= math.exp(rng.normal(0, 0.1))
-    angle = float(rng.uniform(0, 360)) if jitter else 0.0
-    return crop_rotated(image, cx, cy, side * margin, angle, size)
+        cx += rng.normal(0, 0.1 * jitter) * side
+        cy += rng.normal(0, 0.1 * jitter) * side
+        side *= math.exp(rng.normal(0, 0.15 * jitter))
+    crop_side = side * margin
+    target = box_target(box, cx, cy, crop_side)
+    # getRotationMatrix2D turns counter-clockwise on screen by `angle`; follow the centre offset.
+    t = math.radians(90.0 * k)
+    dx, dy = target[0], target[1]
+    target[0], target[1] = dx * math.cos(t) + dy * math.sin(t), -dx * math.sin(t) + dy * math.cos(t)
+    if k % 2:
+        target[2], target[3] = target[3], target[2]
+    return DieCrop(crop_rotated(image, cx, cy, crop_side, angle, size), target, not free)
 
 
 def negative_crop(image: np.ndarray, boxes: np.ndarray, rng: np.random.Generator, size: int, margin: float):
@@ -234,3 +268,96 @@ def negative_crop(image: np.ndarray, boxes: np.ndarray, rng: np.random.Generator
         if all(iou(cand, tuple(b)) < 0.2 for b in boxes):
             return crop_rotated(image, cx, cy, side * margin, float(rng.uniform(0, 360)), size)
     return None
+
+
+# ---------------------------------------------------------------- copy-paste onto new surfaces
+#
+# Two data folders are two scenes: a detector trained on them learns "grey tray" and "wooden
+# desk" as much as it learns dice (trained on the tray alone, it reads 2% of the desk's dice).
+# Pasting labelled dice onto surfaces neither folder has (synthetic felt, wood, black, paper,
+# with tray walls) takes the scene away as a cue. Dwibedi et al. 2017, "Cut, Paste and Learn".
+
+def surface(rng: np.random.Generator, size: int) -> np.ndarray:
+    """A ``size x size x 3 uint8 BGR`` synthetic table surface (the renderer's train surfaces)."""
+    from pi_table.train.render.backgrounds import surfaces_for, synthetic_background
+
+    bg, _ = synthetic_background(rng, size, surfaces_for("train"))
+    return np.ascontiguousarray((bg[:, :, ::-1] * 255 + 0.5).astype(np.uint8))
+
+
+def paste_die(canvas: np.ndarray, image: np.ndarray, box, cx: float, cy: float, side: float,
+              rng: np.random.Generator) -> tuple[float, float, float, float]:
+    """Paste the die of ``image`` in ``box`` onto ``canvas`` (in place), centred at (cx, cy),
+    its long side ``side`` canvas pixels, turned by a random multiple of 90 degrees and maybe
+    mirrored, with a soft-edged mask and a soft shadow.
+
+    ``canvas`` and ``image`` are HxWx3 uint8 BGR; returns the die's new box (x0, y0, x1, y1)
+    in canvas pixels (the label box moved with the die, so loose or tight labels stay so).
+    """
+    x0, y0, x1, y1 = (float(v) for v in box)
+    bw, bh = x1 - x0, y1 - y0
+    s = side / max(bw, bh, 1.0)
+    k = int(rng.integers(0, 4))
+    if k % 2:
+        bw, bh = bh, bw
+    flip = rng.random() < 0.5
+    pw, ph = bw * s, bh * s
+    half = int(math.ceil(max(pw, ph) * 0.75)) + 2
+    n = 2 * half
+    # Patch: the source around the die, scaled, centred; then turned and mirrored.
+    m = np.array([[s, 0, half - (x0 + x1) / 2 * s], [0, s, half - (y0 + y1) / 2 * s]], np.float32)
+    patch = cv2.warpAffine(image, m, (n, n), flags=cv2.INTER_AREA if s < 1 else cv2.INTER_LINEAR,
+                           borderMode=cv2.BORDER_REPLICATE)
+    patch = np.rot90(patch, k)
+    if flip:
+        patch = patch[:, ::-1]
+    # Mask: the box grown a little (the die's sides and rounded corners), feathered.
+    mask = np.zeros((n, n), np.float32)
+    gw, gh = pw * rng.uniform(0.94, 1.08) / 2, ph * rng.uniform(0.94, 1.08) / 2
+    radius = int(max(1, 0.25 * min(gw, gh) * 2))
+    a, b = (int(round(half - gw)), int(round(half - gh))), (int(round(half + gw)), int(round(half + gh)))
+    cv2.rectangle(mask, (a[0] + radius, a[1]), (b[0] - radius, b[1]), 1.0, -1)
+    cv2.rectangle(mask, (a[0], a[1] + radius), (b[0], b[1] - radius), 1.0, -1)
+    for px, py in ((a[0] + radius, a[1] + radius), (b[0] - radius, a[1] + radius),
+                   (a[0] + radius, b[1] - radius), (b[0] - radius, b[1] - radius)):
+        cv2.circle(mask, (px, py), radius, 1.0, -1)
+    mask = cv2.GaussianBlur(mask, (0, 0), max(0.6, 0.04 * side))
+    # Place it, clipped to the canvas.
+    H, W = canvas.shape[:2]
+    ox, oy = int(round(cx - half)), int(round(cy - half))
+    ca, cb = max(0, ox), max(0, oy)
+    cc, cd = min(W, ox + n), min(H, oy + n)
+    if cc > ca and cd > cb:
+        region = canvas[cb:cd, ca:cc].astype(np.float32)
+        pm = mask[cb - oy : cd - oy, ca - ox : cc - ox, None]
+        # Shadow: the mask shifted away from a light, darkening the surface under the die.
+        dx, dy = (int(v) for v in rng.integers(-1, 2, 2) * max(1, int(0.06 * side)))
+        shadow = np.roll(np.roll(mask, dy, 0), dx, 1)
+        shadow = cv2.GaussianBlur(shadow, (0, 0), max(1.0, 0.08 * side))[cb - oy : cd - oy, ca - ox : cc - ox, None]
+        region *= 1 - rng.uniform(0.2, 0.5) * shadow
+        src = np.ascontiguousarray(patch)[cb - oy : cd - oy, ca - ox : cc - ox].astype(np.float32)
+        canvas[cb:cd, ca:cc] = np.clip(region * (1 - pm) + src * pm, 0, 255).astype(np.uint8)
+    return (cx - pw / 2, cy - ph / 2, cx + pw / 2, cy + ph / 2)
+
+
+def paste_sample(dice: list, image_of, rng: np.random.Generator, out: int = 256,
+                 size_range: tuple[float, float] = (12.0, 70.0), max_dice: int = 14) -> DetSample:
+    """A detector sample of labelled dice pasted onto a new surface (see :func:`paste_die`).
+
+    ``dice`` is a list of (LabelledImage, Die) to draw from, ``image_of`` maps a LabelledImage
+    to its HxWx3 uint8 BGR pixels. Dice keep apart (no overlap), one size per scene.
+    """
+    canvas = surface(rng, out)
+    side = math.exp(rng.uniform(math.log(size_range[0]), math.log(size_range[1])))
+    boxes: list[tuple[float, float, float, float]] = []
+    for _ in range(int(rng.integers(1, max_dice + 1))):
+        im, die = dice[int(rng.integers(len(dice)))]
+        s = side * math.exp(rng.normal(0, 0.08))
+        for _ in range(10):
+            cx, cy = rng.uniform(0.3 * s, out - 0.3 * s, 2)
+            if all(abs(cx - (b[0] + b[2]) / 2) > 0.55 * (s + b[2] - b[0]) or abs(cy - (b[1] + b[3]) / 2) > 0.55 * (s + b[3] - b[1])
+                   for b in boxes):
+                boxes.append(paste_die(canvas, image_of(im), die.box, float(cx), float(cy), s, rng))
+                break
+    view = photometric(canvas, rng)
+    return DetSample(view, np.array(boxes, np.float32).reshape(-1, 4))

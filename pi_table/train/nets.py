@@ -61,11 +61,18 @@ class DetectorNet(nn.Module):
 
 
 class ClassifierNet(nn.Module):
-    """Die-face classifier on SxS crops: Bx3xSxS float32 RGB 0..1 -> B x classes logits."""
+    """Die-face classifier on SxS crops, with a box-refinement head.
 
-    def __init__(self, classes: int, width: int = 1):
+    Input Bx3xSxS float32 RGB 0..1. Outputs logits B x classes, and box Bx4: the die's box in
+    the crop's frame, (dx, dy) centre offset in crop sides and (lw, lh) log of width and height
+    in crop sides (a second stage that corrects the detector's box, as in Faster R-CNN, Ren et
+    al. 2015, which uses the same centre/log-size parametrisation).
+    """
+
+    def __init__(self, classes: int, width: int = 1, crop_size: int = 48):
         super().__init__()
         c = [16 * width, 32 * width, 64 * width, 96 * width]
+        cells = max(1, crop_size // 16)  # the feature map is crop_size / 8; pooled by 2
         self.features = nn.Sequential(
             cbr(3, c[0]), nn.MaxPool2d(2),
             cbr(c[0], c[1]), cbr(c[1], c[1]), nn.MaxPool2d(2),
@@ -74,11 +81,16 @@ class ClassifierNet(nn.Module):
         )
         self.drop = nn.Dropout(0.2)
         self.fc = nn.Linear(c[3], classes)
+        # Where the die is needs the layout, which global average pooling throws away: the
+        # box head reads the pooled map (3x3 at 48 px crops) through a small bottleneck.
+        self.where = nn.Sequential(nn.Conv2d(c[3], 16, 1), nn.BatchNorm2d(16), nn.ReLU(inplace=True),
+                                   nn.AdaptiveAvgPool2d(cells), nn.Flatten(), nn.Linear(16 * cells * cells, 4))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor):
         f = self.features(x)
-        f = F.adaptive_avg_pool2d(f, 1).flatten(1)
-        return self.fc(self.drop(f))
+        box = self.where(f)
+        g = F.adaptive_avg_pool2d(f, 1).flatten(1)
+        return self.fc(self.drop(g)), box
 
 
 def export_detector(net: DetectorNet, path: Path, size: int = 320) -> None:
@@ -94,10 +106,10 @@ def export_detector(net: DetectorNet, path: Path, size: int = 320) -> None:
 
 
 def export_classifier(net: ClassifierNet, path: Path, size: int) -> None:
-    """Write ``net`` as ONNX: input ``crops`` (dynamic batch), output ``logits``."""
+    """Write ``net`` as ONNX: input ``crops`` (dynamic batch), outputs ``logits`` and ``box``."""
     net.eval()
     dummy = torch.zeros(2, 3, size, size)
     torch.onnx.export(
-        net, (dummy,), str(path), input_names=["crops"], output_names=["logits"],
-        dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}}, opset_version=17, dynamo=False,
+        net, (dummy,), str(path), input_names=["crops"], output_names=["logits", "box"],
+        dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}, "box": {0: "n"}}, opset_version=17, dynamo=False,
     )

@@ -202,27 +202,59 @@ class Classifier:
         self.temperature = float(temperature)
         self.crop_size = int(crop_size)
         self.margin = float(margin)
+        self._refines = "box" in {o.name for o in self.session.get_outputs()}
 
     def crops(self, image: np.ndarray, boxes) -> np.ndarray:
         """Nx3xSxS float32 RGB 0..1 crops of ``image`` (HxWx3 uint8 BGR) around ``boxes``."""
         batch = np.stack([crop_die(image, b, self.crop_size, self.margin) for b in boxes])
         return np.ascontiguousarray(batch[:, :, :, ::-1].transpose(0, 3, 1, 2).astype(np.float32) * (1 / 255))
 
+    @property
+    def refines(self) -> bool:
+        """True when the model also outputs ``box`` (Nx4: the die's box in the crop's frame)."""
+        return self._refines
+
     def logits(self, crops: np.ndarray) -> np.ndarray:
         """NxC raw class scores (before temperature) of Nx3xSxS crops."""
         return self.session.run(["logits"], {"crops": crops})[0]
 
-    def probabilities(self, crops: np.ndarray, kinds=None) -> np.ndarray:
-        """NxC calibrated class probabilities; classes of kinds not in ``kinds`` get 0."""
-        if len(crops) == 0:
+    def logits_and_boxes(self, image: np.ndarray, boxes) -> tuple[np.ndarray, list]:
+        """Raw class scores (NxC float32) of the crops around ``boxes``, and the boxes as the
+        model's box head places them (same boxes back when the model has no box head).
+
+        The box head predicts (dx, dy, lw, lh): the die's centre offset from the crop centre
+        in crop sides and the log of its width and height in crop sides (see
+        :class:`pi_table.train.nets.ClassifierNet`).
+        """
+        crops = self.crops(image, boxes)
+        if not self.refines:
+            return self.logits(crops), list(boxes)
+        logits, out = self.session.run(["logits", "box"], {"crops": crops})
+        refined = []
+        for (x0, y0, x1, y1), (dx, dy, lw, lh) in zip(boxes, out.astype(np.float64)):
+            side = max(x1 - x0, y1 - y0, 4.0) * self.margin
+            cx, cy = (x0 + x1) / 2 + dx * side, (y0 + y1) / 2 + dy * side
+            w, h = np.exp(np.clip([lw, lh], -4, 1)) * side
+            refined.append((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2))
+        return logits, refined
+
+    def calibrated(self, logits: np.ndarray, kinds=None) -> np.ndarray:
+        """NxC calibrated probabilities from raw scores; classes of kinds not in ``kinds`` get 0."""
+        if len(logits) == 0:
             return np.zeros((0, len(self.classes)), np.float32)
-        logits = self.logits(crops).astype(np.float64) / self.temperature
+        logits = logits.astype(np.float64) / self.temperature
         if kinds is not None:
             allowed = np.array([c == "none" or c.split(":")[0] in kinds for c in self.classes])
             logits[:, ~allowed] = -np.inf
         logits -= logits.max(axis=1, keepdims=True)
         p = np.exp(logits)
         return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
+
+    def probabilities(self, crops: np.ndarray, kinds=None) -> np.ndarray:
+        """NxC calibrated class probabilities of Nx3xSxS crops (see :meth:`calibrated`)."""
+        if len(crops) == 0:
+            return np.zeros((0, len(self.classes)), np.float32)
+        return self.calibrated(self.logits(crops), kinds)
 
 
 def reading_order(boxes) -> list[int]:
@@ -258,6 +290,7 @@ class DiceReader:
                                      cls["margin"], threads)
         self.threshold = float(self.config.get("threshold", 0.9))
         self.none_threshold = float(self.config.get("none_threshold", 0.5))
+        self.refine = int(self.config.get("refine", 0))
         self.kinds = tuple(sorted({c.split(":")[0] for c in cls["classes"] if c != "none"}, key=KINDS.index))
 
     def check_kinds(self, kinds) -> tuple[str, ...] | None:
@@ -270,8 +303,30 @@ class DiceReader:
                 raise ValueError(f"unknown die kind {kind!r} (expected some of {', '.join(KINDS)})")
         return kinds
 
+    def boxes_and_logits(self, image: np.ndarray, boxes, refine: int | None = None) -> tuple[list, np.ndarray]:
+        """Boxes (x0, y0, x1, y1 pixels, clipped to the image) as the classifier's box head
+        places them, and the raw class scores (NxC float32) of the crops they were read from.
+
+        ``refine`` extra passes re-cut the crops around the moved boxes and read them again
+        (each pass costs one more classifier run); 0 reads the detector's crops once and only
+        moves the boxes. Defaults to ``reader.json``'s ``refine``.
+        """
+        passes = self.refine if refine is None else refine
+        logits, moved = self.classifier.logits_and_boxes(image, boxes)
+        for _ in range(passes if self.classifier.refines else 0):
+            logits, moved = self.classifier.logits_and_boxes(image, moved)
+        h, w = image.shape[:2]
+        clipped = [(max(0.0, float(b[0])), max(0.0, float(b[1])), min(float(w), float(b[2])), min(float(h), float(b[3])))
+                   for b in moved]
+        return clipped, logits
+
+    def classify(self, image: np.ndarray, boxes, kinds=None, refine: int | None = None) -> tuple[list, np.ndarray]:
+        """As :meth:`boxes_and_logits`, with calibrated probabilities (NxC float32) for the scores."""
+        boxes, logits = self.boxes_and_logits(image, boxes, refine)
+        return boxes, self.classifier.calibrated(logits, kinds)
+
     def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool) -> list[Die]:
-        probs = self.classifier.probabilities(self.classifier.crops(image, boxes), kinds)
+        boxes, probs = self.classify(image, boxes, kinds, 0 if crop_mode else None)
         classes = self.classifier.classes
         none = classes.index("none") if "none" in classes else None
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
@@ -279,6 +334,8 @@ class DiceReader:
         for box, p in zip(boxes, probs):
             if none is not None and not crop_mode and p[none] >= self.none_threshold:
                 continue  # the classifier says this box is not a die
+            if not crop_mode and any(iou(box, d.box) > 0.5 for d in dice):
+                continue  # two detections the box head moved onto one die
             faces = p.copy()
             if none is not None:
                 faces[none] = 0

@@ -1,0 +1,96 @@
+"""Training data: copy-paste scenes, crop box targets, and the box head read back at run time."""
+
+from __future__ import annotations
+
+import math
+
+import cv2
+import numpy as np
+import pytest
+
+from pi_table.train import data as D
+from pi_table.vision.dataset import LabelledDie, LabelledImage
+from pi_table.vision.reader import Classifier, iou
+
+
+def white_box_image(box, size=200) -> np.ndarray:
+    image = np.zeros((size, size, 3), np.uint8)
+    x0, y0, x1, y1 = box
+    image[y0:y1, x0:x1] = 255
+    return image
+
+
+def measured_target(crop: np.ndarray) -> np.ndarray:
+    """(dx, dy, lw, lh) of the white block in a crop, measured from its pixels."""
+    ys, xs = np.nonzero(crop[:, :, 0] > 127)
+    n = crop.shape[0]
+    return np.array([(xs.min() + xs.max() + 1) / 2 / n - 0.5, (ys.min() + ys.max() + 1) / 2 / n - 0.5,
+                     math.log((xs.max() - xs.min() + 1) / n), math.log((ys.max() - ys.min() + 1) / n)])
+
+
+def test_die_crop_box_target_matches_where_the_die_lands():
+    box = (90, 100, 130, 120)  # 40 x 20: the turn must swap width and height
+    image = white_box_image(box)
+    rng = np.random.default_rng(0)
+    seen_turns = set()
+    checked = 0
+    for _ in range(40):
+        crop = D.die_crop(image, box, rng, 100, 2.0)
+        if not crop.box_known:
+            continue
+        checked += 1
+        seen_turns.add(crop.box[2] > crop.box[3])
+        # a pixel of a 100 px crop: 0.01 in the offsets, up to 0.05 in the log size of a 20 px block
+        error = np.abs(crop.box - measured_target(crop.image))
+        assert (error <= [0.02, 0.02, 0.08, 0.08]).all(), (crop.box, measured_target(crop.image))
+    assert checked >= 10 and seen_turns == {True, False}
+
+
+def test_die_crop_without_jitter_is_centred():
+    crop = D.die_crop(white_box_image((90, 100, 130, 140)), (90, 100, 130, 140), np.random.default_rng(0), 48, 1.3, jitter=0)
+    assert crop.box_known
+    assert np.allclose(crop.box, [0, 0, math.log(1 / 1.3), math.log(1 / 1.3)], atol=1e-6)
+
+
+def test_paste_sample_keeps_dice_apart_and_labelled():
+    image = np.full((120, 160, 3), 90, np.uint8)
+    image[40:80, 60:100] = (250, 250, 250)  # a white "die"
+    im = LabelledImage(path=None, width=160, height=120, dice=(LabelledDie("d6", "3", (60, 40, 100, 80)),), folder="x")
+    rng = np.random.default_rng(1)
+    for _ in range(10):
+        sample = D.paste_sample([(im, im.dice[0])], lambda _: image, rng, out=128)
+        assert sample.image.shape == (128, 128, 3) and sample.image.dtype == np.uint8
+        assert len(sample.boxes) >= 1
+        for i, a in enumerate(sample.boxes):
+            cx, cy = (a[0] + a[2]) / 2, (a[1] + a[3]) / 2
+            assert 0 <= cx < 128 and 0 <= cy < 128
+            assert all(iou(tuple(a), tuple(b)) == 0 for b in sample.boxes[i + 1 :])
+            # the pasted die is there: its box is much brighter than the surface average
+            x0, y0, x1, y1 = (int(round(v)) for v in a)
+            inner = sample.image[max(0, y0 + 2) : y1 - 2, max(0, x0 + 2) : x1 - 2]
+            if inner.size and (x1 - x0) > 8:
+                assert inner.mean() > 150
+
+
+def test_box_head_moves_the_box_in_image_pixels(tmp_path):
+    """A classifier whose box head always says "centre 0.1 crop sides right, half a crop wide"."""
+    torch = pytest.importorskip("torch")
+    from torch import nn
+
+    class Fixed(nn.Module):
+        def forward(self, x):
+            n = x.shape[0]
+            logits = torch.zeros(n, 2) + x.mean() * 0
+            box = torch.tensor([[0.1, 0.0, math.log(0.5), math.log(0.25)]]).repeat(n, 1) + x.mean() * 0
+            return logits, box
+
+    path = tmp_path / "classifier.onnx"
+    torch.onnx.export(Fixed(), (torch.zeros(2, 3, 48, 48),), str(path), input_names=["crops"],
+                      output_names=["logits", "box"], dynamic_axes={"crops": {0: "n"}, "logits": {0: "n"}, "box": {0: "n"}},
+                      opset_version=17, dynamo=False)
+    classifier = Classifier(path, ["d6:1", "none"], crop_size=48, margin=1.5)
+    assert classifier.refines
+    image = np.zeros((300, 300, 3), np.uint8)
+    _, boxes = classifier.logits_and_boxes(image, [(100, 100, 140, 120)])  # long side 40 -> crop side 60
+    cx, cy = 120 + 0.1 * 60, 110
+    assert np.allclose(boxes[0], (cx - 15, cy - 7.5, cx + 15, cy + 7.5))
