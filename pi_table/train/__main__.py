@@ -39,7 +39,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--det-patch", type=int, default=256, help="detector training patch side, pixels")
     p.add_argument("--crop-size", type=int, default=48, help="classifier crop side, pixels")
     p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
-    p.add_argument("--threshold", type=float, default=0.9, help="confidence below which a die is reported unreadable")
+    p.add_argument("--threshold", type=float, default=None, help="confidence below which a die is reported unreadable "
+                   "(default: chosen on the calib split, see --wrong-target)")
+    p.add_argument("--wrong-target", type=float, default=0.003, help="the chosen threshold is the lowest at which at most "
+                   "this share of the calib split's dice reported ok are read wrong")
     p.add_argument("--cls-augment", type=float, default=0.6, help="strength of the crops' photometric augmentation")
     p.add_argument("--paste", type=float, default=0.4, help="share of samples whose dice are pasted onto a new surface")
     p.add_argument("--box-weight", type=float, default=4.0, help="weight of the classifier's box-refinement loss")
@@ -238,7 +241,7 @@ def main(argv=None) -> int:
         "detector": {"file": "detector.onnx", "input": args.det_input, "threshold": 0.3},
         "classifier": {"file": "classifier.onnx", "classes": classes, "temperature": 1.0,
                        "crop_size": args.crop_size, "margin": args.margin},
-        "threshold": args.threshold,
+        "threshold": args.threshold if args.threshold is not None else 0.9,
         "none_threshold": 0.5,
         "refine": args.refine,
         "seed": args.seed,
@@ -247,6 +250,10 @@ def main(argv=None) -> int:
     temperature = calibrate(args.out, calib_imgs, classes)
     config["classifier"]["temperature"] = temperature
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+    if args.threshold is None:
+        config["threshold"] = choose_threshold(args.out, calib_imgs, args.wrong_target)
+        (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+    history["threshold"] = config["threshold"]
     history.update(temperature=temperature, seconds=round(time.time() - started, 1), args={k: str(v) for k, v in vars(args).items()})
     (args.out / "train-log.json").write_text(json.dumps(history, indent=1) + "\n")
     log(f"done in {time.time() - started:.0f} s; temperature {temperature:.3f}; models in {args.out}")
@@ -291,6 +298,32 @@ def calibrate(models: Path, images, classes: list[str]) -> float:
 
     grid = np.exp(np.linspace(math.log(0.3), math.log(5.0), 200))
     return float(min(grid, key=nll))
+
+
+def choose_threshold(models: Path, images, wrong_target: float) -> float:
+    """The lowest confidence threshold (0.5..0.99) at which at most ``wrong_target`` of the calib
+    split's matched dice reported ``ok`` are read wrong; 0.99 if none is that good.
+
+    Runs the reader as at run time (with the fitted temperature) and scores it with
+    :func:`pi_table.vision.evaluate.score_image`; the threshold changes only the status.
+    """
+    from pi_table.vision.evaluate import Score, score_image
+    from pi_table.vision.reader import DiceReader
+
+    if not images:
+        return 0.9
+    reader = DiceReader(models, threads=0)
+    total = Score()
+    for im in images:
+        total.add(score_image(reader, im))
+    conf = np.array([c for c, _ in total.calibration])
+    right = np.array([r for _, r in total.calibration], bool)
+    for t in np.round(np.arange(0.5, 0.991, 0.01), 2):
+        ok = conf >= t
+        if ok.any() and (~right[ok]).sum() / ok.sum() <= wrong_target:
+            log(f"threshold {t:.2f}: calib wrong at ok {(~right[ok]).sum()}/{ok.sum()}, unreadable {(~ok).sum()}/{len(ok)}")
+            return float(t)
+    return 0.99
 
 
 if __name__ == "__main__":

@@ -117,6 +117,13 @@ the share with a wrong face. ECE: expected calibration error of the confidence (
 """
     det = config["detector"]
     cls = config["classifier"]
+    box_text = "."
+    if reader.classifier.refines:
+        box_text = (f", and `box` Nx4, the die's box in the crop's frame (centre offset in crop sides, log width and "
+                    f"height in crop sides; Ren et al. 2015): the reader moves the detector's box there, "
+                    f"with {config.get('refine', 0)} extra pass(es) reading a re-cut crop. Trained with copy-paste "
+                    f"(Dwibedi et al. 2017): {log.get('args', {}).get('paste', '?')} of the detector's and "
+                    f"classifier's samples have real dice pasted onto synthetic surfaces neither folder has.")
     (args.models / "detector.md").write_text(f"""# detector.onnx — finds every die in a tray photo
 
 Size {sizes['detector.onnx'] / 1e6:.2f} MB (all shipped models together {sum(sizes.values()) / 1e6:.2f} MB).
@@ -132,7 +139,7 @@ box and rejects those that are not dice.
 
 Size {sizes['classifier.onnx'] / 1e6:.2f} MB. Small CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32
 Nx3xSxS RGB 0..1; the crop is {cls['margin']} times the box's long side), output `logits` over
-{len(classes)} classes: {', '.join(classes)}. Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
+{len(classes)} classes: {', '.join(classes)}{box_text} Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
 fitted on the calib split (Guo et al. 2017); a die below {config['threshold']} is reported `unreadable`;
 a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.
 
