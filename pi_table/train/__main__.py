@@ -45,7 +45,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "this share of the calib split's dice reported ok are read wrong")
     p.add_argument("--cls-augment", type=float, default=0.6, help="strength of the crops' photometric augmentation")
     p.add_argument("--paste", type=float, default=0.4, help="share of samples whose dice are pasted onto a new surface")
-    p.add_argument("--box-weight", type=float, default=4.0, help="weight of the classifier's box-refinement loss")
+    p.add_argument("--paste-from", default="nellbyler-d6-tray", help="comma-separated data folders whose dice are "
+                   "pasted (their boxes must cover the whole die: matteop65's box only the pips)")
+    p.add_argument("--box-weight", type=float, default=1.0, help="weight of the classifier's box-refinement loss")
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
@@ -133,7 +135,13 @@ def main(argv=None) -> int:
 
     weights = sample_weights(pool)
     history: dict = {"classes": classes}
-    photo_dice = [(im, d) for im in train_imgs for d in im.dice]  # what copy-paste draws from
+    paste_from = [f.strip() for f in args.paste_from.split(",") if f.strip()]
+    photo_dice = [(im, d) for im in train_imgs for d in im.dice  # what copy-paste draws from
+                  if any(im.folder == f or im.folder.startswith(f + "/") for f in paste_from)]
+    paste_folders = {im.folder for im, _ in photo_dice}
+    if not photo_dice:
+        args.paste = 0.0
+        log("no dice to paste from (--paste-from): copy-paste off")
 
     # ---- detector
     det = DetectorNet()
@@ -206,7 +214,7 @@ def main(argv=None) -> int:
         crops, targets, boxes, known = [], [], [], []
         for i in rng.choice(len(dice_pool), args.cls_batch - n_neg, p=dice_w):
             im, d = dice_pool[i]
-            if rng.random() < args.paste and im.folder != "renders":
+            if rng.random() < args.paste and im.folder in paste_folders:
                 c = pasted_crop(im, d)
             else:
                 c = D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin)
@@ -263,8 +271,10 @@ def main(argv=None) -> int:
 def calibrate(models: Path, images, classes: list[str]) -> float:
     """Temperature minimising the negative log-likelihood of the classifier on the calib split.
 
-    Uses the runtime reader's detections matched to the labels (IoU >= 0.5); unmatched
-    detections count as ``none``. Guo et al. 2017, temperature scaling.
+    Uses the runtime reader's detections matched to the labels (IoU >= 0.5). Detections that
+    match no label are left out: many are a die's side face or a neighbour, which the
+    labels do not box, and counting them as ``none`` would blunt every die's confidence.
+    Guo et al. 2017, temperature scaling.
     """
     from pi_table.train.data import load_rgb
     from pi_table.vision.reader import DiceReader, iou
@@ -282,7 +292,9 @@ def calibrate(models: Path, images, classes: list[str]) -> float:
         boxes, out = reader.boxes_and_logits(image, boxes)
         for box, row in zip(boxes, out):
             best = max(im.dice, key=lambda d: iou(box, d.box), default=None)
-            label = f"{best.kind}:{best.face}" if best is not None and iou(box, best.box) >= 0.5 else "none"
+            if best is None or iou(box, best.box) < 0.5:
+                continue
+            label = f"{best.kind}:{best.face}"
             if label in index:
                 logits.append(row)
                 targets.append(index[label])
