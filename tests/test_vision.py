@@ -174,3 +174,16 @@ def test_training_smoke(tmp_path):
     assert trained.classifier.refines  # the classifier exports its box head
     reading = trained.read(load_image(sorted(DEMO.glob("*.jpg"))[0]))
     assert reading.width == 640
+
+
+def test_score_counts_status_by_threshold_and_calibrates_on_the_best_face():
+    """A die below the threshold is unreadable, yet its confidence is scored against its best face."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import Score
+
+    score = Score()
+    score.count_read(Die("d6", "4", 4, (0, 0, 10, 10), 0.6, "ok"), "d6", "4", threshold=0.9)  # right, unsure
+    score.count_read(Die("d6", "2", 2, (0, 0, 10, 10), 0.95, "ok"), "d6", "2", threshold=0.9)  # right, sure
+    score.count_read(Die("d6", "3", 3, (0, 0, 10, 10), 0.97, "ok"), "d6", "5", threshold=0.9)  # wrong, sure
+    assert (score.right, score.unreadable, score.wrong_ok) == (1, 1, 1)
+    assert score.calibration == [(0.6, True), (0.95, True), (0.97, False)]

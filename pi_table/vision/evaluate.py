@@ -42,13 +42,18 @@ class Score:
         self.calibration += other.calibration
         self.ms += other.ms
 
-    def count_read(self, die, kind: str, face: str) -> None:
-        """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or unreadable."""
+    def count_read(self, die, kind: str, face: str, threshold: float = 0.0) -> None:
+        """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or unreadable.
+
+        ``die`` is read with threshold 0 (its best face, whatever its confidence), so that
+        calibration compares each confidence with whether that face was right; ``threshold``
+        (the reader's) then decides its status as the reader would.
+        """
         label = f"{kind}:{face}"
         self.found += 1
         right = die.kind == kind and die.face == face
         self.calibration.append((die.confidence, right))
-        if die.status == "ok":
+        if die.status == "ok" and die.confidence >= threshold:
             self.right += right
             self.wrong_ok += not right
             self.confusion[(label, f"{die.kind}:{die.face}")] += 1
@@ -96,7 +101,7 @@ def _rate(num: int, den: int) -> float:
 def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Score:
     """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5)."""
     image = load_image(labelled.path)
-    reading = reader.read(image, name=labelled.path.name, kinds=kinds)
+    reading = reader.read(image, name=labelled.path.name, kinds=kinds, threshold=0.0)
     score = Score(images=1, dice=len(labelled.dice), detections=len(reading.dice), ms=[reading.ms])
     pairs = sorted(((iou(d.box, t.box), i, j) for i, d in enumerate(reading.dice) for j, t in enumerate(labelled.dice)), reverse=True)
     used_d, used_t = set(), set()
@@ -107,7 +112,7 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
             continue
         used_d.add(i), used_t.add(j)
         truth = labelled.dice[j]
-        score.count_read(reading.dice[i], truth.kind, truth.face)
+        score.count_read(reading.dice[i], truth.kind, truth.face, reader.threshold)
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
             score.confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
@@ -155,7 +160,7 @@ def evaluate_crops(reader: DiceReader, root: Path, kinds=None) -> dict:
     """Score ``read --crop`` on a crop folder (one die per image, face in the folder/file name)."""
     total = Score()
     for path, kind, face in load_crops(root):
-        reading = reader.read_crop(load_image(path), name=path.name, kinds=kinds)
+        reading = reader.read_crop(load_image(path), name=path.name, kinds=kinds, threshold=0.0)
         total.images += 1
         total.dice += 1
         total.ms.append(reading.ms)
@@ -164,7 +169,7 @@ def evaluate_crops(reader: DiceReader, root: Path, kinds=None) -> dict:
             total.confusion[(label, "-")] += 1
             continue
         total.detections += 1
-        total.count_read(reading.dice[0], kind, face)
+        total.count_read(reading.dice[0], kind, face, reader.threshold)
     return {"folders": {Path(root).name: total.to_json()}, "all": total.to_json()}
 
 

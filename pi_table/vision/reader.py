@@ -325,7 +325,8 @@ class DiceReader:
         boxes, logits = self.boxes_and_logits(image, boxes, refine)
         return boxes, self.classifier.calibrated(logits, kinds)
 
-    def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool) -> list[Die]:
+    def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None) -> list[Die]:
+        threshold = self.threshold if threshold is None else float(threshold)
         boxes, probs = self.classify(image, boxes, kinds, 0 if crop_mode else None)
         classes = self.classifier.classes
         none = classes.index("none") if "none" in classes else None
@@ -345,19 +346,21 @@ class DiceReader:
             kind, face = classes[best].split(":")
             # The die's confidence: right face given a die, times the chance it is a die at all.
             confidence *= 1.0 - (float(p[none]) if none is not None and not crop_mode else 0.0)
-            if confidence < self.threshold:
+            if confidence < threshold:
                 dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence, "unreadable"))
             else:
                 dice.append(Die(kind, face, face_value(kind, face), box, confidence, "ok"))
         return dice
 
-    def read(self, image: np.ndarray, name: str = "", kinds=None) -> Reading:
+    def read(self, image: np.ndarray, name: str = "", kinds=None, threshold: float | None = None) -> Reading:
         """Every die in a tray photo.
 
         Args:
             image: ``HxWx3 uint8 BGR``.
             name: the image's name, copied into the Reading.
             kinds: die kinds that may be reported (e.g. ``("d6",)``); None for all.
+            threshold: confidence below which a die is ``unreadable`` (default ``reader.json``'s);
+                0 reports every die's best face, for scoring calibration (``pi-table eval``).
 
         Returns:
             Reading with dice in reading order; ``ms`` = wall time of this call.
@@ -367,13 +370,14 @@ class DiceReader:
         start = time.perf_counter()
         detections = self.detector.detect(image)
         boxes = [d.box for d in detections]
-        dice = self._dice(image, boxes, kinds, False) if boxes else []
+        dice = self._dice(image, boxes, kinds, False, threshold) if boxes else []
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
 
-    def read_crop(self, image: np.ndarray, name: str = "", kinds=None) -> Reading:
-        """One die cropped close (``read --crop``): the whole image is its box; at most one die."""
+    def read_crop(self, image: np.ndarray, name: str = "", kinds=None, threshold: float | None = None) -> Reading:
+        """One die cropped close (``read --crop``): the whole image is its box; at most one die.
+        ``threshold`` as in :meth:`read`."""
         kinds = self.check_kinds(kinds)
         self._check_image(image)
         start = time.perf_counter()
@@ -381,7 +385,7 @@ class DiceReader:
         # The training crops have the die's long side = 1/margin of the crop: match that.
         box = (0.0, 0.0, float(w), float(h))
         inner = _shrink(box, 1.0 / self.classifier.margin * 1.15)
-        dice = self._dice(image, [inner], kinds, True)
+        dice = self._dice(image, [inner], kinds, True, threshold)
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, w, h, ms, tuple(dice[:1]))
 
