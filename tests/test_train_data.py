@@ -94,3 +94,11 @@ def test_box_head_moves_the_box_in_image_pixels(tmp_path):
     _, boxes = classifier.logits_and_boxes(image, [(100, 100, 140, 120)])  # long side 40 -> crop side 60
     cx, cy = 120 + 0.1 * 60, 110
     assert np.allclose(boxes[0], (cx - 15, cy - 7.5, cx + 15, cy + 7.5))
+
+
+def test_is_unlabelled_spares_dice_labelled_by_their_pips():
+    labels = np.array([[100, 100, 140, 140], [210, 215, 222, 227]], np.float32)  # a die; a pip box of a "1"
+    assert not D.is_unlabelled((102, 98, 141, 139), labels)  # the die itself
+    assert not D.is_unlabelled((200, 200, 235, 240), labels)  # the whole "1" die around its pip box
+    assert D.is_unlabelled((300, 300, 340, 340), labels)  # the tray
+    assert D.is_unlabelled((140, 100, 175, 140), labels)  # beside a die (its side face)

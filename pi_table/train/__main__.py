@@ -91,7 +91,9 @@ def main(argv=None) -> int:
     train_imgs = [im for f in trained for im in splits[f]["train"]]
     calib_imgs = [im for f in trained for im in splits[f]["calib"]]
     if args.smoke:
-        train_imgs, calib_imgs, render_images = train_imgs[:6], calib_imgs[:3], render_images[:6]
+        # three photos of each folder, so that every path (copy-paste too) runs
+        train_imgs = [im for f in trained for im in splits[f]["train"][:3]]
+        calib_imgs, render_images = calib_imgs[:3], render_images[:6]
         args.det_steps, args.cls_steps, args.det_batch, args.cls_batch = 4, 4, 2, 16
     (args.out / "splits.json").write_text(json.dumps({
         "seed": args.seed,
@@ -178,6 +180,19 @@ def main(argv=None) -> int:
     det_path = args.out / "detector.onnx"
     export_detector(det, det_path, args.det_input)
 
+    # ---- hard negatives: what the trained detector finds on the training photos that is no
+    # labelled die (a die's side face, a shadow, the tray's rim) becomes `none` for the classifier.
+    from pi_table.vision.reader import Detector
+
+    detector = Detector(det_path, args.det_input, 0.3, threads=args.threads)
+    mined = []
+    for im in train_imgs:
+        for found in detector.detect(image_of(im)):
+            if D.is_unlabelled(found.box, boxes_of(im)):
+                mined.append((im, found.box))
+    log(f"hard negatives: {len(mined)} detections on {len(train_imgs)} training photos match no labelled die")
+    history["hard_negatives"] = len(mined)
+
     # ---- classifier
     dice_pool = [(im, d) for im in pool for d in im.dice]
     dice_w = sample_weights([im for im, _ in dice_pool])
@@ -222,7 +237,11 @@ def main(argv=None) -> int:
             targets.append(index[f"{d.kind}:{d.face}"])
             boxes.append(c.box), known.append(c.box_known)
         while len(crops) < args.cls_batch:
-            if rng.random() < args.paste:
+            r = rng.random()
+            if mined and r < 0.35:
+                im, box = mined[int(rng.integers(len(mined)))]
+                neg = D.die_crop(image_of(im), box, rng, args.crop_size, args.margin, jitter=0.5).image
+            elif args.paste and r < 0.35 + 0.65 * args.paste:
                 neg = pasted_crop(None, None).image
             else:
                 im = pool[int(rng.choice(len(pool), p=weights))]

@@ -248,6 +248,20 @@ def die_crop(image: np.ndarray, box, rng: np.random.Generator, size: int, margin
     return DieCrop(crop_rotated(image, cx, cy, crop_side, angle, size), target, not free)
 
 
+def is_unlabelled(box, labels: np.ndarray, max_iou: float = 0.25) -> bool:
+    """True when a detected ``box`` is no labelled die: IoU < ``max_iou`` with every label and
+    no label's centre inside it (a die whose label boxes only its pips, as in matteop65's
+    ones, still counts as labelled)."""
+    from pi_table.vision.reader import iou
+
+    x0, y0, x1, y1 = box
+    for b in labels:
+        cx, cy = (b[0] + b[2]) / 2, (b[1] + b[3]) / 2
+        if x0 <= cx <= x1 and y0 <= cy <= y1 or iou(tuple(box), tuple(b)) >= max_iou:
+            return False
+    return True
+
+
 def negative_crop(image: np.ndarray, boxes: np.ndarray, rng: np.random.Generator, size: int, margin: float):
     """A crop that is not one die (background, or a die's edge): label ``none``; None if not found."""
     from pi_table.vision.reader import iou
