@@ -157,7 +157,7 @@ def test_cli_eval_on_shared_data():
     data = json.loads(result.stdout)
     s = data["all"]
     assert s["images"] == 8 and s["dice"] > 8
-    assert 0 <= s["ece"] <= 1 and s["recall"] > 0.4 and s["read_right"] > 0.3  # a broken-pipeline floor; figures in models/*.md
+    assert 0 <= s["ece"] <= 1 and s["recall"] > 0.6 and s["read_right"] > 0.6  # a broken-pipeline floor; figures in models/*.md
 
 
 def test_training_smoke(tmp_path):
