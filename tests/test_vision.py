@@ -143,6 +143,7 @@ def test_cli_read_json_on_a_demo_photo():
     (("read", str(DEMO / "LICENSE"), "--kinds", "d7"), "d7"),
     (("eval", "/no/such/dir"), "/no/such/dir"),
     (("eval", str(DEMO)), str(DEMO)),
+    (("eval", str(REPO / "tests" / "fixtures"), "--cut-crops", "9"), "9.0"),
 ])
 def test_cli_bad_input_exits_2(args, needle):
     result = cli(*args)
@@ -205,3 +206,12 @@ def test_read_crop_finds_the_die_in_a_loose_crop(reader):
             total += 1
             right += len(dice) == 1 and dice[0].status == "ok" and dice[0].face == face
     assert total >= 15 and right >= 0.8 * total, (right, total)
+
+
+def test_cli_eval_cut_crops_scores_read_crop_on_labelled_dice():
+    real = need_shared()
+    result = cli("eval", str(real / "matteop65-d6-desk" / "Valid"), "--cut-crops", "1.8", "--json", "--limit", "5", "--threads", "1")
+    assert result.returncode == 0, result.stderr
+    s = json.loads(result.stdout)["all"]
+    assert s["images"] == s["dice"] >= 5 and s["recall"] == 1.0  # one crop per labelled die, each read
+    assert s["read_right"] > 0.6

@@ -38,6 +38,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--kinds", help="die kinds that may be reported")
     p.add_argument("--crop", action="store_true", help="DIR holds one-die crops named by face value")
+    p.add_argument("--cut-crops", type=float, metavar="MARGIN", help="score read --crop on dice cut from DIR's labelled "
+                   "photos, each MARGIN times its box (1.0 tight, 1.8 loose)")
     p.add_argument("--held-out", action="store_true", help="only images the shipped model never trained on (models/splits.json)")
     p.add_argument("--limit", type=int, help="score only the first N images")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
@@ -81,7 +83,7 @@ def _read(args) -> int:
 
 
 def _eval(args) -> int:
-    from pi_table.vision.evaluate import evaluate, evaluate_crops, format_report
+    from pi_table.vision.evaluate import evaluate, evaluate_crops, evaluate_cut_crops, format_report
 
     kinds = parse_kinds(args.kinds)
     folder = Path(args.folder)
@@ -92,6 +94,8 @@ def _eval(args) -> int:
     reader = _reader(args)
     if args.crop:
         result = evaluate_crops(reader, folder, kinds)
+    elif args.cut_crops is not None:
+        result = evaluate_cut_crops(reader, folder, args.cut_crops, kinds, held_out=args.held_out, limit=args.limit)
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit)
     result["models"] = str(reader.models)
