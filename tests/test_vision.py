@@ -215,3 +215,24 @@ def test_cli_eval_cut_crops_scores_read_crop_on_labelled_dice():
     s = json.loads(result.stdout)["all"]
     assert s["images"] == s["dice"] >= 5 and s["recall"] == 1.0  # one crop per labelled die, each read
     assert s["read_right"] > 0.6
+
+
+def test_centre_match_counts_a_die_whose_label_boxes_only_its_pips(tmp_path):
+    """A whole-die box around a pip-sized label: no IoU match, but found and right by centre."""
+    from pi_table.vision.dataset import LabelledDie, LabelledImage
+    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.evaluate import score_image
+
+    path = tmp_path / "one.png"
+    cv2.imwrite(str(path), np.zeros((100, 100, 3), np.uint8))
+
+    class Fake:
+        threshold = 0.9
+
+        def read(self, image, name="", kinds=None, threshold=None):
+            return Reading(name, 100, 100, 1.0, (Die("d6", "1", 1, (30, 30, 70, 70), 0.99, "ok"),))
+
+    labelled = LabelledImage(path, 100, 100, (LabelledDie("d6", "1", (45, 45, 55, 55)),), "x")
+    s = score_image(Fake(), labelled).to_json()
+    assert s["recall"] == 0 and s["read_right"] == 0 and s["counts"]["false_dice"] == 1
+    assert s["recall_centre"] == 1 and s["read_right_centre"] == 1

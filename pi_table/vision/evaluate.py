@@ -31,12 +31,18 @@ class Score:
     unreadable: int = 0  # matched, status unreadable or cocked
     false_dice: int = 0  # detections matching no labelled die
     detections: int = 0
+    # Label conventions differ (matteop65 boxes a die's pips, nellbyler the whole die): a
+    # second, looser match counts a labelled die found when its box centre lies inside a
+    # detection, and read right when that detection (the best-overlapping such) is ok and right.
+    centre_found: int = 0
+    centre_right: int = 0
     confusion: Counter = field(default_factory=Counter)  # (truth, read) -> count; read "-" missed, "?" unreadable
     calibration: list = field(default_factory=list)  # (confidence, right) per matched die
     ms: list = field(default_factory=list)
 
     def add(self, other: "Score") -> None:
-        for name in ("images", "dice", "found", "right", "wrong_ok", "unreadable", "false_dice", "detections"):
+        for name in ("images", "dice", "found", "right", "wrong_ok", "unreadable", "false_dice", "detections",
+                     "centre_found", "centre_right"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.confusion.update(other.confusion)
         self.calibration += other.calibration
@@ -82,6 +88,8 @@ class Score:
             "dice": self.dice,
             "read_right": _rate(self.right, self.dice),
             "recall": _rate(self.found, self.dice),
+            "read_right_centre": _rate(self.centre_right, self.dice),
+            "recall_centre": _rate(self.centre_found, self.dice),
             "precision": _rate(self.detections - self.false_dice, self.detections),
             "wrong_at_ok": _rate(self.wrong_ok, ok),
             "unreadable": _rate(self.unreadable, self.found),
@@ -117,6 +125,14 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
         if j not in used_t:
             score.confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
     score.false_dice = len(reading.dice) - len(used_d)
+    for truth in labelled.dice:
+        cx, cy = (truth.box[0] + truth.box[2]) / 2, (truth.box[1] + truth.box[3]) / 2
+        covering = [d for d in reading.dice if d.box[0] <= cx <= d.box[2] and d.box[1] <= cy <= d.box[3]]
+        if covering:
+            best = max(covering, key=lambda d: iou(d.box, truth.box))
+            score.centre_found += 1
+            score.centre_right += (best.status == "ok" and best.confidence >= reader.threshold
+                                   and best.kind == truth.kind and best.face == truth.face)
     return score
 
 
@@ -209,14 +225,17 @@ def evaluate_crops(reader: DiceReader, root: Path, kinds=None) -> dict:
 def format_report(result: dict) -> str:
     """Human-readable table of :func:`evaluate`'s result, with each folder's confusion matrix."""
     lines = [f"{'folder':34} {'images':>6} {'dice':>6} {'right':>8} {'recall':>8} {'precis.':>8} {'wrong@ok':>9} "
-             f"{'unread.':>8} {'false/100':>9} {'ECE':>6} {'ms':>6}"]
+             f"{'unread.':>8} {'false/100':>9} {'ECE':>6} {'ms':>6} {'right(c)':>9} {'recall(c)':>9}"]
     rows = list(result["folders"].items())
     if len(rows) > 1:
         rows.append(("all", result["all"]))
     for name, s in rows:
         lines.append(f"{name:34} {s['images']:>6} {s['dice']:>6} {s['read_right']:>8.2%} {s['recall']:>8.2%} "
                      f"{s['precision']:>8.2%} {s['wrong_at_ok']:>9.2%} {s['unreadable']:>8.2%} "
-                     f"{s['false_dice_per_100_images']:>9.2f} {s['ece']:>6.3f} {s['median_ms'] or 0:>6.1f}")
+                     f"{s['false_dice_per_100_images']:>9.2f} {s['ece']:>6.3f} {s['median_ms'] or 0:>6.1f} "
+                     f"{s['read_right_centre']:>9.2%} {s['recall_centre']:>9.2%}")
+    lines.append("(c): a labelled die counts as found when its box centre lies inside a detection, whatever "
+                 "the overlap (labels box a die's pips or its whole top)")
     for name, s in rows[:-1] if len(rows) > 1 else rows:
         pairs = {tuple(k.split("->")): v for k, v in s["confusion"].items()}
         truths = sorted({t for t, _ in pairs}, key=_face_key)
