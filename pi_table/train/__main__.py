@@ -208,17 +208,20 @@ def main(argv=None) -> int:
             a = rng.uniform(0, 2 * math.pi)
             r = side * rng.uniform(1.0, 1.3)
             D.paste_die(canvas, image_of(ni), nd.box, cx + r * math.cos(a), cy + r * math.sin(a), side, rng)
+        box = None
         if im is None:
-            if rng.random() < 0.5:
-                return D.DieCrop(cv2.resize(canvas, (args.crop_size,) * 2, interpolation=cv2.INTER_AREA), np.zeros(4, np.float32), False)
-            a = rng.uniform(0, 2 * math.pi)
-            r = side * rng.uniform(0.6, 0.9)
-            im, d = photo_dice[int(rng.integers(len(photo_dice)))]
-            D.paste_die(canvas, image_of(im), d.box, cx + r * math.cos(a), cy + r * math.sin(a), side, rng)
-            return D.DieCrop(cv2.resize(canvas, (args.crop_size,) * 2, interpolation=cv2.INTER_AREA), np.zeros(4, np.float32), False)
-        box = D.paste_die(canvas, image_of(im), d.box, cx, cy, side, rng)
+            if rng.random() >= 0.5:  # half the empty crops show a die's edge, off-centre
+                a = rng.uniform(0, 2 * math.pi)
+                r = side * rng.uniform(0.6, 0.9)
+                ni, nd = photo_dice[int(rng.integers(len(photo_dice)))]
+                D.paste_die(canvas, image_of(ni), nd.box, cx + r * math.cos(a), cy + r * math.sin(a), side, rng)
+        else:
+            box = D.paste_die(canvas, image_of(im), d.box, cx, cy, side, rng)
         image = cv2.resize(canvas, (args.crop_size,) * 2, interpolation=cv2.INTER_AREA)
+        if box is None:
+            return D.DieCrop(image, np.zeros(4, np.float32), False)
         return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
+
     cls = ClassifierNet(len(classes), crop_size=args.crop_size)
     opt = torch.optim.AdamW(cls.parameters(), lr=3e-3, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=args.cls_steps, pct_start=0.05)
@@ -237,7 +240,7 @@ def main(argv=None) -> int:
             targets.append(index[f"{d.kind}:{d.face}"])
             boxes.append(c.box), known.append(c.box_known)
         while len(crops) < args.cls_batch:
-            r = rng.random()
+            r = rng.random()  # negatives: 35% mined, then pasted (--paste of the rest), then photo background
             if mined and r < 0.35:
                 im, box = mined[int(rng.integers(len(mined)))]
                 neg = D.die_crop(image_of(im), box, rng, args.crop_size, args.margin, jitter=0.5).image
