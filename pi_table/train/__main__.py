@@ -30,8 +30,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train-folders", default="", help="comma-separated data folders to train on (default all); "
                    "for leave-one-folder-out figures")
-    p.add_argument("--det-steps", type=int, default=2500)
-    p.add_argument("--cls-steps", type=int, default=3500)
+    p.add_argument("--det-steps", type=int, default=3000)
+    p.add_argument("--cls-steps", type=int, default=4000)
     p.add_argument("--size-weight", type=float, default=2.0, help="weight of the detector's log box-size loss")
     p.add_argument("--det-batch", type=int, default=12)
     p.add_argument("--cls-batch", type=int, default=64)
