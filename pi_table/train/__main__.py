@@ -97,7 +97,7 @@ def main(argv=None) -> int:
         args.det_steps, args.cls_steps, args.det_batch, args.cls_batch = 4, 4, 2, 16
     (args.out / "splits.json").write_text(json.dumps({
         "seed": args.seed,
-        "trained_on": trained + (["renders"] if render_images else []),
+        "trained_on": [f for f in trained if splits[f]["train"]] + (["renders"] if render_images else []),
         "folders": {f: {k: [im.path.name for im in v] for k, v in s.items()} for f, s in splits.items()},
     }, indent=1) + "\n")
     log(f"train {len(train_imgs)} photos + {len(render_images)} renders, calib {len(calib_imgs)}; folders {trained}")

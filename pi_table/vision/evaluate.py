@@ -211,6 +211,7 @@ def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face
         return score
     score.detections = 1
     score.count_read(reading.dice[0], kind, face, reader.threshold)
+    score.centre_found, score.centre_right = 1, score.right  # one die, the whole image: both matches agree
     return score
 
 
