@@ -7,6 +7,8 @@ Everything runs on a CPU with numpy, OpenCV and Pillow only. See docs/renders.md
 
 from __future__ import annotations
 
+import hashlib
+
 #: Die kinds the generator can render.
 RENDER_KINDS: tuple[str, ...] = ("d6", "d8", "d10", "d10-tens")
 
@@ -26,4 +28,20 @@ def class_id(kind: str, face: str) -> int:
     return CLASS_INDEX[f"{kind}:{face}"]
 
 
-__all__ = ["CLASSES", "CLASS_INDEX", "RENDER_KINDS", "class_id"]
+def md5_int(text: str) -> int:
+    """md5 of ``text`` as an integer: a fixed, machine-independent order and split key."""
+    return int(hashlib.md5(text.encode()).hexdigest(), 16)
+
+
+def held_out(name: str) -> bool:
+    """True for the one name in five (by md5) held out for the ``valid`` split of renders:
+    surfaces, palettes and real background photos are split this way."""
+    return md5_int(name) % 5 == 0
+
+
+def of_split(items, name_of, split: str) -> tuple:
+    """``items`` of ``split``: those :func:`held_out` by ``name_of(item)`` for ``valid``, the rest for ``train``."""
+    return tuple(item for item in items if held_out(name_of(item)) == (split == "valid"))
+
+
+__all__ = ["CLASSES", "CLASS_INDEX", "RENDER_KINDS", "class_id", "held_out", "md5_int", "of_split"]

@@ -10,18 +10,15 @@ All functions return float32 sRGB images in 0..1, shape (size, size, 3), RGB ord
 
 from __future__ import annotations
 
-import hashlib
 from functools import lru_cache
 from pathlib import Path
 
 import cv2
 import numpy as np
 
+from pi_table.train.render import held_out, md5_int, of_split
+
 DEFAULT_BACKGROUNDS = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "real"
-
-
-def _md5(text: str) -> int:
-    return int(hashlib.md5(text.encode()).hexdigest(), 16)
 
 
 @lru_cache(maxsize=8)
@@ -38,8 +35,7 @@ def real_photos(root: str, split: str) -> tuple[tuple[str, str], ...]:
         lab = img.parent.parent / "labels" / (img.stem + ".txt")
         if not lab.is_file():
             continue
-        held = _md5(img.name) % 5 == 0
-        if held == (split == "valid"):
+        if held_out(img.name) == (split == "valid"):
             out.append((str(img), str(lab)))
     return tuple(out)
 
@@ -90,7 +86,7 @@ def clean_plate(image: str, label: str) -> np.ndarray:
         high = cv2.subtract(imf, cv2.GaussianBlur(imf, (0, 0), 1.5))
         keep = (mask == 0).astype(np.uint8)
         sd = float(np.mean(cv2.meanStdDev(high, mask=keep)[1])) if keep.any() else 2.0
-        cv2.setRNGSeed(_md5(Path(image).name) % (2 ** 31))
+        cv2.setRNGSeed(md5_int(Path(image).name) % (2 ** 31))
         grain = cv2.GaussianBlur(cv2.randn(np.empty((h, w), np.float32), 0.0, 1.0), (0, 0), 0.7)
         grain *= np.float32(0.6 * sd / max(float(cv2.meanStdDev(grain)[1][0, 0]), 1e-6))
         fill = cv2.add(fill, cv2.merge([grain, grain, grain]))
@@ -169,10 +165,7 @@ SURFACES: tuple[tuple[str, str, tuple[int, int, int]], ...] = (
 
 @lru_cache(maxsize=4)
 def surfaces_for(split: str) -> tuple[tuple[str, str, tuple[int, int, int]], ...]:
-    held = tuple(s for s in SURFACES if _md5(s[1]) % 5 == 0)
-    if split == "valid":
-        return held
-    return tuple(s for s in SURFACES if s not in held)
+    return of_split(SURFACES, lambda s: s[1], split)
 
 
 def _noise(rng: np.random.Generator, size: int, cells: int) -> np.ndarray:

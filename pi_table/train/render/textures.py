@@ -6,13 +6,14 @@ of the name, so that the ``valid`` split sees fonts and colours that ``train`` n
 
 from __future__ import annotations
 
-import hashlib
 import os
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
+
+from pi_table.train.render import md5_int, of_split
 
 TEX = 96  # texture side in pixels (one square texture per face)
 FONT_DIRS = ("/usr/share/fonts", "/usr/local/share/fonts", "~/.fonts", "~/.local/share/fonts")
@@ -28,10 +29,6 @@ _CLONES = {
 }
 _STYLE_WORDS = ("regular", "bold", "italic", "oblique", "light", "thin", "extra", "semi", "demi", "medium",
                 "black", "heavy", "book", "roman", "condensed", "narrow", "hairline", "ps", "ttf", "mt")
-
-
-def _md5(text: str) -> int:
-    return int(hashlib.md5(text.encode()).hexdigest(), 16)
 
 
 def _family(path: str) -> str:
@@ -88,7 +85,7 @@ def fonts_for(split: str) -> tuple[str, ...]:
     fonts = all_fonts()
     if not fonts:
         return (DEFAULT_FONT,)
-    fams = sorted({_family(p) for p in fonts}, key=_md5)
+    fams = sorted({_family(p) for p in fonts}, key=md5_int)
     if len(fams) < 2:
         return fonts
     n_valid = max(1, round(len(fams) / 4))
@@ -143,10 +140,7 @@ PALETTES: tuple[tuple[str, tuple[int, int, int], tuple[int, int, int], tuple[int
 @lru_cache(maxsize=4)
 def palettes_for(split: str) -> tuple[tuple, ...]:
     """Palettes of a split: those whose md5(name) % 5 == 0 are held out for ``valid``."""
-    held = tuple(p for p in PALETTES if _md5(p[0]) % 5 == 0)
-    if split == "valid":
-        return held
-    return tuple(p for p in PALETTES if p not in held)
+    return of_split(PALETTES, lambda p: p[0], split)
 
 
 # ---------------------------------------------------------------------------------------------
