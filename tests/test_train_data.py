@@ -102,3 +102,16 @@ def test_is_unlabelled_spares_dice_labelled_by_their_pips():
     assert not D.is_unlabelled((200, 200, 235, 240), labels)  # the whole "1" die around its pip box
     assert D.is_unlabelled((300, 300, 340, 340), labels)  # the tray
     assert D.is_unlabelled((140, 100, 175, 140), labels)  # beside a die (its side face)
+
+
+def test_folder_names_cover_subfolders_and_reject_unknown_ones(capsys):
+    from pi_table.train.__main__ import folder_names, under
+
+    folders = ["matteop65-d6-desk/Train", "matteop65-d6-desk/Valid", "nellbyler-d6-tray"]
+    assert folder_names(" matteop65-d6-desk , ", folders, "--train-folders") == ["matteop65-d6-desk"]
+    assert under("matteop65-d6-desk/Train", ["matteop65-d6-desk"]) and not under("matteop65-d6-desk2", ["matteop65-d6-desk"])
+    with pytest.raises(SystemExit) as stop:
+        folder_names("nellbyler-d6-tray,typo", folders, "--paste-from")
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "'typo'" in err and "--paste-from" in err and len(err.splitlines()) == 1

@@ -54,6 +54,23 @@ def parse_args(argv=None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def under(folder: str, names) -> bool:
+    """True when data folder ``folder`` is one of ``names`` or inside one
+    ("matteop65-d6-desk" covers "matteop65-d6-desk/Train")."""
+    return any(folder == n or folder.startswith(n + "/") for n in names)
+
+
+def folder_names(text: str, folders, option: str) -> list[str]:
+    """The comma-separated data folder names of ``option``; SystemExit (status 2) naming one
+    that covers none of ``folders``."""
+    names = [f.strip() for f in text.split(",") if f.strip()]
+    for name in names:
+        if not any(under(f, [name]) for f in folders):
+            print(f"error: {option}: no data folder {name!r} (have {', '.join(folders)})", file=sys.stderr)
+            raise SystemExit(2)
+    return names
+
+
 def log(msg: str) -> None:
     print(time.strftime("%H:%M:%S"), msg, flush=True)
 
@@ -80,11 +97,9 @@ def main(argv=None) -> int:
         for im in load_yolo(root):
             by_folder[im.folder].append(im)
     splits = {f: D.split_folder(ims, f, args.seed) for f, ims in sorted(by_folder.items())}
-    wanted = [f.strip() for f in args.train_folders.split(",") if f.strip()]
-    for f in wanted:
-        if not any(name == f or name.startswith(f + "/") for name in splits):
-            raise SystemExit(f"error: no data folder {f!r} (have {', '.join(splits)})")
-    trained = [f for f in splits if not wanted or any(f == w or f.startswith(w + "/") for w in wanted)]
+    wanted = folder_names(args.train_folders, splits, "--train-folders")
+    paste_from = folder_names(args.paste_from, splits, "--paste-from")
+    trained = [f for f in splits if not wanted or under(f, wanted)]
     render_images = []
     for root in args.renders:
         render_images += load_yolo(root, folder_name="renders")
@@ -137,9 +152,7 @@ def main(argv=None) -> int:
 
     weights = sample_weights(pool)
     history: dict = {"classes": classes}
-    paste_from = [f.strip() for f in args.paste_from.split(",") if f.strip()]
-    photo_dice = [(im, d) for im in train_imgs for d in im.dice  # what copy-paste draws from
-                  if any(im.folder == f or im.folder.startswith(f + "/") for f in paste_from)]
+    photo_dice = [(im, d) for im in train_imgs if under(im.folder, paste_from) for d in im.dice]  # copy-paste draws from these
     paste_folders = {im.folder for im, _ in photo_dice}
     if not photo_dice:
         args.paste = 0.0
