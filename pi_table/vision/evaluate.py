@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.vision.dataset import LabelledImage, load_crops, load_yolo
-from pi_table.vision.reader import DiceReader, iou, load_image
+from pi_table.vision.reader import DiceReader, crop_die, iou, load_image
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Score:
         self.found += 1
         right = die.kind == kind and die.face == face
         self.calibration.append((die.confidence, right))
-        if die.status == "ok" and die.confidence >= threshold:
+        if read_ok(die, threshold):
             self.right += right
             self.wrong_ok += not right
             self.confusion[(label, f"{die.kind}:{die.face}")] += 1
@@ -102,6 +102,11 @@ class Score:
         }
 
 
+def read_ok(die, threshold: float) -> bool:
+    """Whether a die read at threshold 0 would be reported ``ok`` at the reader's ``threshold``."""
+    return die.status == "ok" and die.confidence >= threshold
+
+
 def _rate(num: int, den: int) -> float:
     return round(num / den, 5) if den else 0.0
 
@@ -131,8 +136,7 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
         if covering:
             best = max(covering, key=lambda d: iou(d.box, truth.box))
             score.centre_found += 1
-            score.centre_right += (best.status == "ok" and best.confidence >= reader.threshold
-                                   and best.kind == truth.kind and best.face == truth.face)
+            score.centre_right += read_ok(best, reader.threshold) and best.kind == truth.kind and best.face == truth.face
     return score
 
 
@@ -188,8 +192,6 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
     """
     if not 0.5 <= margin <= 4:
         raise ValueError(f"--cut-crops margin must be 0.5..4, got {margin}")
-    from pi_table.vision.reader import crop_die
-
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     for labelled in labelled_images(reader, root, held_out, limit):

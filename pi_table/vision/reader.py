@@ -255,12 +255,6 @@ class Classifier:
         p = np.exp(logits)
         return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
 
-    def probabilities(self, crops: np.ndarray, kinds=None) -> np.ndarray:
-        """NxC calibrated class probabilities of Nx3xSxS crops (see :meth:`calibrated`)."""
-        if len(crops) == 0:
-            return np.zeros((0, len(self.classes)), np.float32)
-        return self.calibrated(self.logits(crops), kinds)
-
 
 def reading_order(boxes) -> list[int]:
     """Indices of ``boxes`` top to bottom in rows about one die high, left to right in a row."""
