@@ -74,12 +74,8 @@ class Settings:
 
     def check(self) -> None:
         """Raise ValueError naming the first out-of-range setting (port, max_viewers, threads, interval_s)."""
-        for key, (lo, hi) in _INTS.items():
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                raise ValueError(f"{key} must be a whole number {lo}..{hi}, got {value!r}")
-        if not math.isfinite(self.interval_s) or self.interval_s < 0:
-            raise ValueError(f"interval must be a number of seconds >= 0, got {self.interval_s!r}")
+        for key in (*_INTS, "interval_s"):
+            _check_setting(key, getattr(self, key), key)
 
     @classmethod
     def from_file(cls, path: str | Path) -> "Settings":
@@ -99,17 +95,17 @@ class Settings:
         for key, value in data.items():
             if key not in cls.__dataclass_fields__:
                 raise ValueError(f"unknown config key {key!r} in {path}")
-            setattr(settings, key, _check_setting(key, value, path))
-        settings.check()
+            setattr(settings, key, _check_setting(key, value, f"config key {key!r} in {path}"))
         return settings
 
 
 _INTS = {"port": (1, 65535), "max_viewers": (1, 10_000), "threads": (0, 1_000)}
 
 
-def _check_setting(key: str, value, path) -> object:
-    """One config value, type- and range-checked; ValueError naming the key and the value."""
-    where = f"config key {key!r} in {path}"
+def _check_setting(key: str, value, where: str) -> object:
+    """One setting's value, type- and range-checked and converted (``interval_s`` to float,
+    ``state_dir`` to a Path, ``pins`` to a PinConfig); ValueError "``where`` must be ..."
+    naming the value (``where`` says where it came from: a config key, an option)."""
     if key == "pins":
         if not isinstance(value, dict):
             raise ValueError(f"{where} must be a table like [pins], got {value!r}")
@@ -484,9 +480,7 @@ def _serve(args) -> int:
     if args.state_dir:
         settings.state_dir = Path(args.state_dir).expanduser()
     if args.interval is not None:
-        if not math.isfinite(args.interval) or args.interval < 0:
-            raise ValueError(f"--interval must be a number of seconds >= 0, got {args.interval}")
-        settings.interval_s = args.interval
+        settings.interval_s = _check_setting("interval_s", args.interval, "--interval")
     settings.check()
     source = open_source(settings.source, interval_s=settings.interval_s)  # fail fast on a bad spec
     settings.source = source.spec

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -140,3 +141,25 @@ def test_concurrent_token_changes_leave_the_leds_on_the_final_count(tmp_path, mo
         tension = service.state().tokens.tension
         assert service.panel.lit()["tension"] == min(tension, len(service.panel.tension_bar))
     service.close()
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("port = 0", "config key 'port'"),
+    ("interval_s = -1", "config key 'interval_s'"),
+    ("interval_s = nan", "got nan"),
+    ("max_viewers = true", "got True"),
+    ("pins = 3", "table like [pins]"),
+])
+def test_config_values_are_checked_with_where_they_came_from(tmp_path, text, needle):
+    path = tmp_path / "pi-table.toml"
+    path.write_text(text + "\n")
+    with pytest.raises(ValueError, match=re.escape(needle)):
+        Settings.from_file(path)
+
+
+def test_settings_check_names_the_bad_value():
+    with pytest.raises(ValueError, match="port must be a whole number 1..65535, got 70000"):
+        Settings(port=70000).check()
+    with pytest.raises(ValueError, match="interval_s must be a number of seconds >= 0, got inf"):
+        Settings(interval_s=float("inf")).check()
+    Settings().check()  # the defaults are valid
