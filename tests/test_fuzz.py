@@ -278,7 +278,7 @@ def test_cli_read_and_eval_any_options(data, capsys, tmp_path_factory):
                      | st.text(min_size=1, max_size=12).filter(lambda s: not s.startswith("-")), label="path")
     command = data.draw(st.sampled_from(["read", "eval"]), label="command")
     argv = [command, path]
-    opts = ["--kinds", "--models", "--threads"] + (["--limit"] if command == "eval" else [])
+    opts = ["--kinds", "--models", "--threads"] + (["--limit", "--cut-crops"] if command == "eval" else [])
     for opt in data.draw(st.lists(st.sampled_from(opts), max_size=2, unique=True), label="options"):
         argv += [opt, data.draw(words, label=opt)]
     argv += data.draw(st.lists(st.sampled_from(["--json", "--crop"] + (["--held-out"] if command == "eval" else [])),
