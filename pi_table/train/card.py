@@ -67,11 +67,12 @@ def main(argv=None) -> int:
         models, folder = item.split("=", 1)
         lofo_reader = DiceReader(models, threads=0)
         trained = json.loads((Path(models) / "splits.json").read_text())["trained_on"]
-        held = "--held-out" if "nellbyler" in folder else ""
-        res = evaluate(lofo_reader, Path(folder), held_out=bool(held))
+        # --held-out: the other folder's valid split, the same images as the shipped model's row
+        # (a folder that is all valid, like matteop65's Valid, is scored whole either way).
+        res = evaluate(lofo_reader, Path(folder), held_out=True)
         for name, s in res["folders"].items():
             lofo_rows.append(_row(f"{name} (trained only on {', '.join(trained)})", s))
-        cmds.append(f"pi-table eval {folder} {held} --models {models}".replace("  ", " "))
+        cmds.append(f"pi-table eval {folder} --held-out --models {models}")
     speed = bench(lambda t: DiceReader(args.models, threads=t), repeats=30)
     sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", "classifier.onnx")}
     log = json.loads((args.models / "train-log.json").read_text()) if (args.models / "train-log.json").is_file() else {}
