@@ -162,19 +162,32 @@ def test_cli_eval_on_shared_data():
 
 
 def test_training_smoke(tmp_path):
-    """The training code runs end to end on a few images and its ONNX output loads in the reader."""
+    """The training code (renders, numeral model, then photos and renders) runs end to end on a
+    few images and its ONNX output loads in the reader."""
     real = need_shared()
     pytest.importorskip("torch")
-    result = subprocess.run([sys.executable, "-m", "pi_table.train", "--data", str(real), "--out", str(tmp_path), "--smoke"],
-                            capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert result.returncode == 0, result.stderr[-2000:]
+    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
+    renders = tmp_path / "renders"
+    steps = [["pi_table.train.render", "--out", str(renders), "--n", "24", "--seed", "3", "--size", "320",
+              "--backgrounds", "", "--workers", "1"],
+             ["pi_table.train.numerals", "--renders", str(renders), "--out", str(tmp_path), "--smoke"],
+             ["pi_table.train", "--data", str(real), "--renders", str(renders), "--out", str(tmp_path), "--smoke"]]
+    for step in steps:
+        result = subprocess.run([sys.executable, "-m", *step], capture_output=True, text=True, timeout=600, cwd=REPO)
+        assert result.returncode == 0, result.stderr[-2000:]
     splits = json.loads((tmp_path / "splits.json").read_text())
     valid = splits["folders"]["nellbyler-d6-tray"]["valid"]
     assert len(valid) == 40 and not set(valid) & set(splits["folders"]["nellbyler-d6-tray"]["train"])
     trained = DiceReader(tmp_path)
     assert trained.classifier.refines  # the classifier exports its box head
-    reading = trained.read(load_image(sorted(DEMO.glob("*.jpg"))[0]))
+    assert {"d8:*", "d10:*"} <= set(trained.classifier.classes) and trained.numerals is not None
+    assert "d10-tens:90" in trained.classes and "d6:6" in trained.classes
+    image = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    reading = trained.read(image)
     assert reading.width == 640
+    _, p = trained.classify(image, [(100, 100, 160, 160), (300, 300, 340, 350)], kinds=("d8", "d10"))
+    assert np.allclose(p.sum(axis=1), 1, atol=1e-5)
+    assert all(p[:, trained.classes.index(c)].max() == 0 for c in trained.classes if c.startswith("d6:"))
 
 
 def test_score_counts_status_by_threshold_and_calibrates_on_the_best_face():
@@ -236,3 +249,22 @@ def test_centre_match_counts_a_die_whose_label_boxes_only_its_pips(tmp_path):
     s = score_image(Fake(), labelled).to_json()
     assert s["recall"] == 0 and s["read_right"] == 0 and s["counts"]["false_dice"] == 1
     assert s["recall_centre"] == 1 and s["read_right_centre"] == 1
+
+
+def test_join_numerals_is_a_product_of_the_two_models():
+    """Pips keep the classifier's probability; a numbered die's faces share its shape mass by m_s * q_c."""
+    from pi_table.vision.reader import join_numerals
+
+    main_classes = ["d6:1", "d6:2", "d8:*", "d10:*", "none"]
+    numeral_classes = ["d8:1", "d8:2", "d10:0", "d10-tens:00"]
+    classes = ["d6:1", "d6:2", "d8:1", "d8:2", "d10:0", "d10-tens:00", "none"]
+    p_main = np.array([[0.9, 0.1, 0.0, 0.0, 0.0],      # a d6: the numeral model does not run
+                       [0.0, 0.0, 0.6, 0.3, 0.1]])     # a numbered die
+    q = np.array([[0.5, 0.1, 0.2, 0.2]])
+    p = join_numerals(p_main, main_classes, q, np.array([1]), numeral_classes, classes)
+    assert p[0].tolist() == [0.9, 0.1, 0, 0, 0, 0, 0.0]
+    mq = np.array([0.6 * 0.5, 0.6 * 0.1, 0.3 * 0.2, 0.3 * 0.2])  # d10-tens shares the d10's shape
+    assert np.allclose(p[1, 2:6], 0.9 * mq / mq.sum()) and p[1, 6] == 0.1
+    assert np.allclose(p.sum(axis=1), 1.0)
+    assert np.array_equal(join_numerals(p_main, main_classes, None, np.zeros(0, int), numeral_classes, classes)[1],
+                          [0, 0, 0, 0, 0, 0, 0.1])

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pi_table.train.numerals import fit_temperature, is_calib
+
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python3 -m pi_table.train", description=__doc__.splitlines()[0])
@@ -71,6 +73,15 @@ def folder_names(text: str, folders, option: str) -> list[str]:
     return names
 
 
+def main_label(die) -> str:
+    """The classifier's class for a labelled die: ``KIND:FACE`` for pips, the shape class
+    (``d8:*``, ``d10:*``) for a numbered die, whose numeral the numeral model reads."""
+    from pi_table.train.numerals import NUMBERED
+    from pi_table.vision.reader import shape_class
+
+    return shape_class(die.kind) if die.kind in NUMBERED else f"{die.kind}:{die.face}"
+
+
 def log(msg: str) -> None:
     print(time.strftime("%H:%M:%S"), msg, flush=True)
 
@@ -103,23 +114,27 @@ def main(argv=None) -> int:
     render_images = []
     for root in args.renders:
         render_images += load_yolo(root, folder_name="renders")
+    # One render in 20 is kept for calibration, as the numeral model keeps it (train/numerals.py).
+    render_calib = [im for im in render_images if is_calib(im.path.name)]
+    render_images = [im for im in render_images if not is_calib(im.path.name)]
     train_imgs = [im for f in trained for im in splits[f]["train"]]
     calib_imgs = [im for f in trained for im in splits[f]["calib"]]
     if args.smoke:
         # three photos of each folder, so that every path (copy-paste too) runs
         train_imgs = [im for f in trained for im in splits[f]["train"][:3]]
-        calib_imgs, render_images = calib_imgs[:3], render_images[:6]
+        calib_imgs, render_images, render_calib = calib_imgs[:3], render_images[:6], render_calib[:2]
         args.det_steps, args.cls_steps, args.det_batch, args.cls_batch = 4, 4, 2, 16
     (args.out / "splits.json").write_text(json.dumps({
         "seed": args.seed,
         "trained_on": [f for f in trained if splits[f]["train"]] + (["renders"] if render_images else []),
         "folders": {f: {k: [im.path.name for im in v] for k, v in s.items()} for f, s in splits.items()},
     }, indent=1) + "\n")
+    calib_imgs += render_calib
     log(f"train {len(train_imgs)} photos + {len(render_images)} renders, calib {len(calib_imgs)}; folders {trained}")
 
-    faces = sorted({(d.kind, d.face) for im in train_imgs + render_images for d in im.dice},
-                   key=lambda kf: (KINDS.index(kf[0]), int(kf[1])))
-    classes = [f"{k}:{f}" for k, f in faces] + ["none"]
+    # Pips are read here; a numbered die only by its shape (``d8:*``), its numeral by the numeral model.
+    labels = {main_label(d) for im in train_imgs + render_images for d in im.dice}
+    classes = sorted(labels, key=lambda c: (KINDS.index(c.split(":")[0]), c.endswith("*"), c)) + ["none"]
     index = {c: i for i, c in enumerate(classes)}
 
     cache: dict[Path, np.ndarray] = {}
@@ -250,7 +265,7 @@ def main(argv=None) -> int:
             else:
                 c = D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin)
             crops.append(D.photometric(c.image, rng, args.cls_augment))
-            targets.append(index[f"{d.kind}:{d.face}"])
+            targets.append(index[main_label(d)])
             boxes.append(c.box), known.append(c.box_known)
         while len(crops) < args.cls_batch:
             r = rng.random()  # negatives: 35% mined, then pasted (--paste of the rest), then photo background
@@ -289,6 +304,9 @@ def main(argv=None) -> int:
         "refine": args.refine,
         "seed": args.seed,
     }
+    numerals = args.out / "numerals.json"  # written by python3 -m pi_table.train.numerals
+    if numerals.is_file() and any(c.endswith(":*") for c in classes):
+        config["numerals"] = json.loads(numerals.read_text())
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     temperature = calibrate(args.out, calib_imgs, classes)
     config["classifier"]["temperature"] = temperature
@@ -329,22 +347,13 @@ def calibrate(models: Path, images, classes: list[str]) -> float:
             best = max(im.dice, key=lambda d: iou(box, d.box), default=None)
             if best is None or iou(box, best.box) < 0.5:
                 continue
-            label = f"{best.kind}:{best.face}"
+            label = main_label(best)
             if label in index:
                 logits.append(row)
                 targets.append(index[label])
     if not logits:
         return 1.0
-    z = np.array(logits, np.float64)
-    t = np.array(targets)
-
-    def nll(temp: float) -> float:
-        s = z / temp
-        s -= s.max(axis=1, keepdims=True)
-        return float(-(s[np.arange(len(t)), t] - np.log(np.exp(s).sum(axis=1))).mean())
-
-    grid = np.exp(np.linspace(math.log(0.3), math.log(5.0), 200))
-    return float(min(grid, key=nll))
+    return fit_temperature(np.array(logits, np.float64), np.array(targets, int))
 
 
 def choose_threshold(models: Path, images, wrong_target: float) -> float:

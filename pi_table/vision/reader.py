@@ -10,6 +10,13 @@
    the second stage also rejects false detections). Scores are turned into calibrated
    probabilities by temperature scaling (Guo et al. 2017, "On Calibration of Modern Neural
    Networks"), the temperature fitted on a calibration split that training never saw.
+3. **Numerals** (``models/numerals.onnx``, when ``reader.json`` has ``numerals``): the
+   classifier above tells a numbered die only by its shape (class ``d8:*`` or ``d10:*``);
+   a second CNN reads the numeral from a larger crop (``KIND:FACE`` for d8, d10 and
+   d10-tens). It runs only on the boxes the classifier gives some weight to a numbered
+   shape, so a tray of d6 costs nothing more. The two are joined as a product of experts
+   (Hinton 2002): P(face) = P(any numbered die) x m(shape) q(face) / sum m q, with m the
+   classifier's shape probabilities and q the numeral model's.
 
 A die whose best face has confidence below ``threshold`` is reported ``unreadable`` and
 never guessed. The settings live in ``models/reader.json``, written by the training code
@@ -243,17 +250,57 @@ class Classifier:
             refined.append((cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2))
         return logits, refined
 
-    def calibrated(self, logits: np.ndarray, kinds=None) -> np.ndarray:
-        """NxC calibrated probabilities from raw scores; classes of kinds not in ``kinds`` get 0."""
+    def calibrated(self, logits: np.ndarray) -> np.ndarray:
+        """NxC float64 calibrated probabilities (softmax at the temperature) from raw scores."""
         if len(logits) == 0:
-            return np.zeros((0, len(self.classes)), np.float32)
+            return np.zeros((0, len(self.classes)), np.float64)
         logits = logits.astype(np.float64) / self.temperature
-        if kinds is not None:
-            allowed = np.array([c == "none" or c.split(":")[0] in kinds for c in self.classes])
-            logits[:, ~allowed] = -np.inf
         logits -= logits.max(axis=1, keepdims=True)
         p = np.exp(logits)
-        return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
+        return p / p.sum(axis=1, keepdims=True)
+
+
+#: A numbered die's shape class in the classifier: ``d8:*``, ``d10:*`` (d10-tens share the d10's shape).
+def shape_class(kind: str) -> str:
+    """The classifier's shape class for a numbered die of ``kind`` ("d10-tens" -> "d10:*")."""
+    return kind.split("-")[0] + ":*"
+
+
+# Boxes whose numbered-shape probability is below this are not read by the numeral model.
+NUMERAL_MIN = 0.02
+
+
+def join_numerals(p_main: np.ndarray, main_classes: list[str], q: np.ndarray | None, rows, numeral_classes: list[str],
+                  classes: list[str]) -> np.ndarray:
+    """Join the classifier's and the numeral model's probabilities (module docstring, "Numerals").
+
+    Args:
+        p_main: NxC float probabilities over ``main_classes`` (``KIND:FACE``, shape classes
+            ``KIND:*``, ``none``).
+        q: RxF float probabilities over ``numeral_classes`` for the boxes ``rows`` (R indices
+            into N), or None.
+        classes: the K output classes (every ``KIND:FACE`` of either model, then ``none``).
+
+    Returns:
+        NxK float64: classes of ``main_classes`` keep their probability; a numeral class c of
+        shape s gets P(shape) * m_s q_c / sum over numeral classes of m q, with P(shape) the
+        sum of the shape classes' probabilities. Rows not in ``rows`` give numerals 0.
+    """
+    main = {c: i for i, c in enumerate(main_classes)}
+    p = np.zeros((len(p_main), len(classes)), np.float64)
+    for j, c in enumerate(classes):
+        if c in main:
+            p[:, j] = p_main[:, main[c]]
+    if q is None or len(rows) == 0:
+        return p
+    shapes = [main.get(shape_class(c.split(":")[0])) for c in numeral_classes]
+    m = np.stack([p_main[rows, i] if i is not None else np.zeros(len(rows)) for i in shapes], axis=1)  # R x F
+    joint = np.asarray(q, np.float64) * m
+    norm = joint.sum(axis=1, keepdims=True)
+    mass = p_main[rows][:, [i for c, i in main.items() if c.endswith(":*")]].sum(axis=1, keepdims=True)
+    cols = [classes.index(c) for c in numeral_classes]
+    p[np.ix_(rows, cols)] = mass * joint / np.where(norm > 0, norm, 1.0)
+    return p
 
 
 def reading_order(boxes) -> list[int]:
@@ -287,10 +334,17 @@ class DiceReader:
         self.detector = Detector(self.models / det["file"], det["input"], det["threshold"], threads)
         self.classifier = Classifier(self.models / cls["file"], cls["classes"], cls["temperature"], cls["crop_size"],
                                      cls["margin"], threads)
+        num = self.config.get("numerals")
+        self.numerals = (Classifier(self.models / num["file"], num["classes"], num["temperature"], num["crop_size"],
+                                    num["margin"], threads) if num else None)
+        direct = [c for c in cls["classes"] if c != "none" and not c.endswith(":*")]
+        faces = direct + (self.numerals.classes if self.numerals else [])
+        #: The classes of :meth:`classify`'s probabilities: every ``KIND:FACE`` read, then ``none``.
+        self.classes = sorted(faces, key=lambda c: (KINDS.index(c.split(":")[0]), int(c.split(":")[1]))) + ["none"]
         self.threshold = float(self.config.get("threshold", 0.9))
         self.none_threshold = float(self.config.get("none_threshold", 0.5))
         self.refine = int(self.config.get("refine", 0))
-        self.kinds = tuple(sorted({c.split(":")[0] for c in cls["classes"] if c != "none"}, key=KINDS.index))
+        self.kinds = tuple(sorted({c.split(":")[0] for c in self.classes if c != "none"}, key=KINDS.index))
 
     def check_kinds(self, kinds) -> tuple[str, ...] | None:
         """``kinds`` as a tuple, None for all; ValueError naming a kind the kit does not know."""
@@ -320,31 +374,46 @@ class DiceReader:
         return clipped, logits
 
     def classify(self, image: np.ndarray, boxes, kinds=None, refine: int | None = None) -> tuple[list, np.ndarray]:
-        """As :meth:`boxes_and_logits`, with calibrated probabilities (NxC float32) for the scores."""
+        """Boxes as :meth:`boxes_and_logits` moves them, and NxK float32 calibrated probabilities
+        over :attr:`classes` (numbered dice read by the numeral model, module docstring).
+        Classes of kinds not in ``kinds`` get 0 and the rest are scaled back to sum 1."""
         boxes, logits = self.boxes_and_logits(image, boxes, refine)
-        return boxes, self.classifier.calibrated(logits, kinds)
+        p_main = self.classifier.calibrated(logits)
+        q, rows = None, np.zeros(0, int)
+        if self.numerals is not None and len(boxes):
+            shapes = [i for i, c in enumerate(self.classifier.classes) if c.endswith(":*")]
+            rows = np.flatnonzero(p_main[:, shapes].sum(axis=1) >= NUMERAL_MIN)
+            if len(rows):
+                q = self.numerals.calibrated(self.numerals.logits(self.numerals.crops(image, [boxes[i] for i in rows])))
+        p = join_numerals(p_main, self.classifier.classes, q, rows, self.numerals.classes if self.numerals else [],
+                          self.classes)
+        if kinds is not None:
+            allowed = np.array([c == "none" or c.split(":")[0] in kinds for c in self.classes])
+            p[:, ~allowed] = 0.0
+            total = p.sum(axis=1, keepdims=True)
+            p = p / np.where(total > 0, total, 1.0)
+        return boxes, p.astype(np.float32)
 
     def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None) -> list[Die]:
         threshold = self.threshold if threshold is None else float(threshold)
         boxes, probs = self.classify(image, boxes, kinds, CROP_PASSES if crop_mode else None)
-        classes = self.classifier.classes
-        none = classes.index("none") if "none" in classes else None
+        classes = self.classes
+        none = classes.index("none")
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
         dice = []
         for box, p in zip(boxes, probs):
-            if none is not None and not crop_mode and p[none] >= self.none_threshold:
+            if not crop_mode and p[none] >= self.none_threshold:
                 continue  # the classifier says this box is not a die
             if not crop_mode and any(iou(box, d.box) > 0.5 for d in dice):
                 continue  # two detections the box head moved onto one die
             faces = p.copy()
-            if none is not None:
-                faces[none] = 0
+            faces[none] = 0
             total = float(faces.sum())
             best = int(np.argmax(faces))
             confidence = float(faces[best] / total) if total > 0 else 0.0
             kind, face = classes[best].split(":")
             # The die's confidence: right face given a die, times the chance it is a die at all.
-            confidence *= 1.0 - (float(p[none]) if none is not None and not crop_mode else 0.0)
+            confidence *= 1.0 - (0.0 if crop_mode else float(p[none]))
             if confidence < threshold:
                 dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence, "unreadable"))
             else:

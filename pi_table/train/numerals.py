@@ -1,0 +1,170 @@
+"""Train the numeral model (d8, d10, d10-tens faces) from renders: ``python3 -m pi_table.train.numerals``.
+
+    python3 -m pi_table.train.render --out renders/train --n 3000 --seed 0 --split train --workers 2
+    python3 -m pi_table.train.numerals --renders renders/train --out models/ --seed 0
+
+There are no public labelled photos of real d8 or d10 faces, so this model is trained on
+renders only (``pi_table.train.render``). The reader's classifier tells a numbered die by its
+shape (``d8:*``, ``d10:*``); this model reads the numeral from a larger crop
+(:mod:`pi_table.vision.reader`, "Numerals"). One image in 20 of the renders (by md5 of its
+name) is held out to fit the temperature (Guo et al. 2017) and to report accuracy.
+
+Writes ``numerals.onnx`` and ``numerals.json`` (the reader's ``numerals`` settings) into
+``--out``, and adds those settings to ``reader.json`` when one is there (``python3 -m
+pi_table.train`` copies them in when it runs after). CPU only, deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+#: Die kinds read by numeral rather than by pips.
+NUMBERED: tuple[str, ...] = ("d8", "d10", "d10-tens")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python3 -m pi_table.train.numerals", description=__doc__.splitlines()[0])
+    p.add_argument("--renders", type=Path, action="append", required=True, help="rendered folders; repeatable")
+    p.add_argument("--out", type=Path, required=True, help="model folder to write into")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=5000)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (one-cycle)")
+    p.add_argument("--crop-size", type=int, default=64, help="crop side, pixels")
+    p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
+    p.add_argument("--augment", type=float, default=0.6, help="strength of the photometric augmentation")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
+    return p.parse_args(argv)
+
+
+def is_calib(name: str) -> bool:
+    """True for the one render in 20 (by md5 of its file name) kept out of training."""
+    from pi_table.train.render import md5_int
+
+    return md5_int(name) % 20 == 0
+
+
+def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:
+    """Temperature (0.3..5) minimising the negative log-likelihood of NxC ``logits`` for
+    ``targets`` (N class indices); 1.0 when there are none. Guo et al. 2017."""
+    if len(targets) == 0:
+        return 1.0
+    z = np.asarray(logits, np.float64)
+    t = np.asarray(targets)
+
+    def nll(temp: float) -> float:
+        s = z / temp
+        s = s - s.max(axis=1, keepdims=True)
+        return float(-(s[np.arange(len(t)), t] - np.log(np.exp(s).sum(axis=1))).mean())
+
+    grid = np.exp(np.linspace(math.log(0.3), math.log(5.0), 200))
+    return float(min(grid, key=nll))
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    from pi_table.train import data as D
+    from pi_table.train.__main__ import log
+    from pi_table.train.nets import ClassifierNet, export_classifier
+    from pi_table.vision.dataset import load_yolo
+    from pi_table.vision.dice import KINDS
+    from pi_table.vision.reader import Classifier
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(args.seed)
+    args.out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
+
+    images = [im for root in args.renders for im in load_yolo(root, folder_name="renders")]
+    train = [im for im in images if not is_calib(im.path.name)]
+    calib = [im for im in images if is_calib(im.path.name)]
+    if args.smoke:
+        train, calib = train[:8], calib[:4]
+        args.steps, args.batch = 4, 16
+    pool = [(im, d) for im in train for d in im.dice if d.kind in NUMBERED]
+    if not pool:
+        print(f"error: --renders: no {', '.join(NUMBERED)} dice in {', '.join(map(str, args.renders))}", file=sys.stderr)
+        return 2
+    classes = sorted({f"{d.kind}:{d.face}" for _, d in pool},
+                     key=lambda c: (KINDS.index(c.split(":")[0]), int(c.split(":")[1])))
+    index = {c: i for i, c in enumerate(classes)}
+    log(f"numerals: {len(pool)} dice on {len(train)} renders, calib {len(calib)} renders; {len(classes)} classes")
+
+    cache: dict[Path, np.ndarray] = {}
+
+    def image_of(im) -> np.ndarray:
+        if im.path not in cache:
+            cache[im.path] = D.load_rgb(im.path)
+        return cache[im.path]
+
+    def batch_of(crops) -> torch.Tensor:
+        return torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
+
+    net = ClassifierNet(len(classes), crop_size=args.crop_size)
+    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
+    net.train()
+    losses, t0 = [], time.time()
+    for step in range(args.steps):
+        crops, targets = [], []
+        for i in rng.choice(len(pool), args.batch):
+            im, d = pool[i]
+            c = D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin)
+            crops.append(D.photometric(c.image, rng, args.augment))
+            targets.append(index[f"{d.kind}:{d.face}"])
+        logits, _ = net(batch_of(crops))
+        loss = torch.nn.functional.cross_entropy(logits, torch.tensor(targets), label_smoothing=0.02)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if (step + 1) % 100 == 0 or step + 1 == args.steps:
+            log(f"numerals step {step + 1}/{args.steps} loss {np.mean(losses[-100:]):.4f} "
+                f"({(time.time() - t0) / (step + 1):.2f} s/step)")
+    path = args.out / "numerals.onnx"
+    export_classifier(net, path, args.crop_size)
+
+    # ---- temperature and accuracy on the held-out renders, through the runtime classifier
+    model = Classifier(path, classes, 1.0, args.crop_size, args.margin, threads=args.threads)
+    z, t = [], []
+    for im in calib:
+        dice = [d for d in im.dice if d.kind in NUMBERED]
+        if dice:
+            z.append(model.logits(model.crops(image_of(im), [d.box for d in dice])))
+            t += [index.get(f"{d.kind}:{d.face}", -1) for d in dice]
+    z = np.concatenate(z) if z else np.zeros((0, len(classes)), np.float32)
+    t = np.array(t, int)
+    z, t = z[t >= 0], t[t >= 0]
+    temperature = fit_temperature(z, t)
+    right = float(np.mean(z.argmax(axis=1) == t)) if len(t) else 0.0
+    log(f"numerals: calib renders {len(t)} dice, read right {right:.1%}, temperature {temperature:.3f}")
+    settings = {"file": path.name, "classes": classes, "temperature": temperature,
+                "crop_size": args.crop_size, "margin": args.margin}
+    (args.out / "numerals.json").write_text(json.dumps(settings, indent=1) + "\n")
+    reader_json = args.out / "reader.json"
+    if reader_json.is_file():
+        config = json.loads(reader_json.read_text())
+        config["numerals"] = settings
+        reader_json.write_text(json.dumps(config, indent=1) + "\n")
+    log_entry = {"classes": classes, "loss": [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)],
+                 "calib_dice": int(len(t)), "calib_right": right, "temperature": temperature,
+                 "seconds": round(time.time() - started, 1), "args": {k: str(v) for k, v in vars(args).items()}}
+    (args.out / "numerals-log.json").write_text(json.dumps(log_entry, indent=1) + "\n")
+    log(f"numerals done in {time.time() - started:.0f} s; {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
