@@ -62,6 +62,7 @@ def main(argv=None) -> int:
             tally[0] += n if read == truth else 0
         kinds_line = ", ".join(f"{k} {r / t:.2%} ({t} dice)" for k, (r, t) in sorted(by_kind.items()))
         cmds.append(f"pi-table eval {args.renders}")
+        numbered = numbered_frame_ms(DiceReader(args.models, threads=1), args.renders)
     lofo_rows = []
     for item in args.lofo:
         models, folder = item.split("=", 1)
@@ -74,7 +75,8 @@ def main(argv=None) -> int:
             lofo_rows.append(_row(f"{name} (trained only on {', '.join(trained)})", s))
         cmds.append(f"pi-table eval {folder} --held-out --models {models}")
     speed = bench(lambda t: DiceReader(args.models, threads=t), repeats=30)
-    sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", "classifier.onnx")}
+    sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", "classifier.onnx", "numerals.onnx")
+             if (args.models / f).is_file()}
     log = json.loads((args.models / "train-log.json").read_text()) if (args.models / "train-log.json").is_file() else {}
     classes = config["classifier"]["classes"]
     renders_used = any("renders" in t for t in json.loads((args.models / "splits.json").read_text())["trained_on"])
@@ -156,8 +158,66 @@ fitted on the calib split (Guo et al. 2017); a die below {config['threshold']} i
 a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.
 
 {common}""")
+    num = config.get("numerals")
+    if num:
+        nlog = json.loads((args.models / "numerals-log.json").read_text()) if (args.models / "numerals-log.json").is_file() else {}
+        speed_numbered = (f"A rendered {numbered['width']}x{numbered['height']} frame with {numbered['dice']} numbered dice "
+                          f"(`{numbered['name']}`) reads in {numbered['median_ms']:.1f} ms median on 1 thread "
+                          f"(`pi-table read {numbered['path']} --threads 1`): the numeral model runs on each numbered die."
+                          if args.renders else "")
+        (args.models / "numerals.md").write_text(f"""# numerals.onnx — reads the numeral of a d8, d10 or d10-tens
+
+Size {sizes.get('numerals.onnx', 0) / 1e6:.2f} MB. **Trained on renders only**: there are no public labelled photos of
+real d8 or d10 faces, so the kit makes its own (`python3 -m pi_table.train.render`, true
+octahedron and pentagonal-trapezohedron geometry, see docs/renders.md). Real d8/d10 photos have
+never been used to train or to measure it.
+
+The classifier (classifier.md) tells a numbered die only by its shape (`d8:*`, `d10:*`); this
+model reads the numeral from a {num['crop_size']}x{num['crop_size']} crop ({num['margin']} times the box) turned to
+normalised grey plus a high-pass channel (`pi_table/train/nets.py` `NumeralNet`), over
+{len(num['classes'])} classes: {', '.join(num['classes'])}. The two are joined as a product of
+experts (`pi_table/vision/reader.py` `join_numerals`); the reader's threshold and `none` rule apply
+as for pips. T = {num['temperature']:.3f}, fitted on the one render in 20 held out from training,
+where the numeral is read right on {nlog.get('calib_right', 0):.1%} of {nlog.get('calib_dice', '?')} dice
+(labelled boxes, before the threshold).
+
+Command that trained it (CPU, {os.cpu_count()} cores, seed {nlog.get('args', {}).get('seed', '?')}, {nlog.get('seconds', '?')} s):
+
+```sh
+python3 -m pi_table.train.render --out renders/train --n 3000 --seed 0 --split train --workers 2
+python3 -m pi_table.train.numerals --renders renders/train --out models/ --seed 0
+```
+
+## Accuracy on renders with held-out fonts, colours and backgrounds (`pi-table eval {args.renders}`)
+
+{kinds_line if args.renders else 'not measured'}
+
+{speed_numbered}
+""")
     print(json.dumps({"real": {k: v["read_right"] for k, v in real["folders"].items()}, "speed": speed}, indent=1))
     return 0
+
+
+def numbered_frame_ms(reader, renders: Path, repeats: int = 20) -> dict:
+    """Median ms of ``reader.read`` (as given, its threads) on the image of ``renders`` with the
+    most d8/d10/d10-tens dice."""
+    import time
+
+    import numpy as np
+
+    from pi_table.vision.dataset import load_yolo
+    from pi_table.vision.reader import load_image
+
+    best = max(load_yolo(renders), key=lambda im: sum(d.kind in ("d8", "d10", "d10-tens") for d in im.dice))
+    image = load_image(best.path)
+    reader.read(image)
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        reader.read(image)
+        times.append((time.perf_counter() - t) * 1000)
+    return {"name": best.path.name, "path": str(best.path), "width": image.shape[1], "height": image.shape[0],
+            "dice": sum(d.kind in ("d8", "d10", "d10-tens") for d in best.dice), "median_ms": float(np.median(times))}
 
 
 if __name__ == "__main__":

@@ -34,10 +34,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--renders", type=Path, action="append", required=True, help="rendered folders; repeatable")
     p.add_argument("--out", type=Path, required=True, help="model folder to write into")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=5000)
+    p.add_argument("--steps", type=int, default=6000)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (one-cycle)")
-    p.add_argument("--crop-size", type=int, default=64, help="crop side, pixels")
+    p.add_argument("--crop-size", type=int, default=48, help="crop side, pixels")
     p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
     p.add_argument("--augment", type=float, default=0.6, help="strength of the photometric augmentation")
     p.add_argument("--threads", type=int, default=2)
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
 
     from pi_table.train import data as D
     from pi_table.train.__main__ import log
-    from pi_table.train.nets import ClassifierNet, export_classifier
+    from pi_table.train.nets import NumeralNet, export_classifier
     from pi_table.vision.dataset import load_yolo
     from pi_table.vision.dice import KINDS
     from pi_table.vision.reader import Classifier
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
     def batch_of(crops) -> torch.Tensor:
         return torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
 
-    net = ClassifierNet(len(classes), crop_size=args.crop_size)
+    net = NumeralNet(len(classes), crop_size=args.crop_size)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
     net.train()

@@ -240,13 +240,19 @@ def format_report(result: dict) -> str:
     lines.append("(c): a labelled die counts as found when its box centre lies inside a detection, whatever "
                  "the overlap (labels box a die's pips or its whole top)")
     for name, s in rows[:-1] if len(rows) > 1 else rows:
-        pairs = {tuple(k.split("->")): v for k, v in s["confusion"].items()}
-        truths = sorted({t for t, _ in pairs}, key=_face_key)
-        reads = sorted({r for _, r in pairs if r not in "-?"}, key=_face_key) + ["?", "-"]
-        lines.append(f"\nconfusion, {name} (rows truth, columns read; ? unreadable, - missed)")
-        lines.append(" " * 12 + "".join(f"{r.split(':')[-1]:>6}" for r in reads))
-        for t in truths:
-            lines.append(f"{t:>12}" + "".join(f"{pairs.get((t, r), 0) or '.':>6}" for r in reads))
+        pairs: dict[tuple[str, str], int] = {}
+        for k, v in s["confusion"].items():
+            t, r = k.split("->")
+            if r not in "-?" and r.split(":")[0] != t.split(":")[0]:
+                r = "x"  # read as a die of another kind
+            pairs[(t, r)] = pairs.get((t, r), 0) + v
+        lines.append(f"\nconfusion, {name} (rows truth, columns read; x another kind, ? unreadable, - missed)")
+        for kind in sorted({t.split(":")[0] for t, _ in pairs}, key=lambda k: _face_key(k + ":0")):
+            truths = sorted({t for t, _ in pairs if t.split(":")[0] == kind}, key=_face_key)
+            reads = sorted({r for t, r in pairs if t in truths and r not in "-?x"}, key=_face_key) + ["x", "?", "-"]
+            lines.append(" " * 12 + "".join(f"{r.split(':')[-1]:>6}" for r in reads))
+            for t in truths:
+                lines.append(f"{t:>12}" + "".join(f"{pairs.get((t, r), 0) or '.':>6}" for r in reads))
     return "\n".join(lines)
 
 
