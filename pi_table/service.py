@@ -23,19 +23,11 @@ import numpy as np
 from pi_table.capture import RollSettler, SettledRoll, open_source
 from pi_table.outputs.events import Event, EventHub
 from pi_table.outputs.gpio import Panel, PinConfig
+from pi_table.rules import KINDS_BY_SYSTEM  # which die kinds each system reads from the tray
 from pi_table.table import Roll, Table, TableState
 from pi_table.table.state import START_MOMENTUM
 
 log = logging.getLogger("pi_table")
-
-#: Which die kinds each system reads from the tray (RULES.md).
-KINDS_BY_SYSTEM: dict[str, frozenset[str]] = {
-    "contingency-action": frozenset({"d8", "d6"}),
-    "contingency-pool": frozenset({"d8"}),
-    "contingency-skill": frozenset({"d4", "d6", "d8", "d10", "d12"}),
-    "charge": frozenset({"d6"}),
-    "contract": frozenset({"d10"}),
-}
 
 
 def default_state_dir() -> Path:
