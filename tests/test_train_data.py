@@ -115,3 +115,34 @@ def test_folder_names_cover_subfolders_and_reject_unknown_ones(capsys):
     assert stop.value.code == 2
     err = capsys.readouterr().err.strip()
     assert "'typo'" in err and "--paste-from" in err and len(err.splitlines()) == 1
+
+
+def test_numerals_training_needs_numbered_dice(tmp_path):
+    """Renders without any d8/d10 give a one-line error and exit status 2, not a model."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
+    pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
+    from tests.conftest import REPO
+
+    out = tmp_path / "d6"
+    render = [sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--n", "2", "--seed", "1",
+              "--kinds", "d6", "--size", "256", "--backgrounds", ""]
+    assert subprocess.run(render, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+    r = subprocess.run([sys.executable, "-m", "pi_table.train.numerals", "--renders", str(out), "--out", str(tmp_path / "m")],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "no d8, d10, d10-tens dice" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "m" / "numerals.onnx").exists()
+
+
+def test_fit_temperature_recovers_a_known_temperature():
+    """Labels drawn from softmax(z / 2) are fitted best near T = 2 (Guo et al. 2017)."""
+    from pi_table.train.numerals import fit_temperature
+
+    rng = np.random.default_rng(0)
+    z = rng.normal(0, 4, (4000, 5))
+    p = np.exp(z / 2) / np.exp(z / 2).sum(axis=1, keepdims=True)
+    t = np.array([rng.choice(5, p=row) for row in p])
+    assert 1.8 < fit_temperature(z, t) < 2.2
+    assert fit_temperature(np.zeros((0, 5)), np.zeros(0, int)) == 1.0
