@@ -149,11 +149,13 @@ multiple of 32; outputs at stride 4 `heat` (die centres, 0..1), `size` (box w, h
 box and rejects those that are not dice.
 
 {common}""")
+    shape_text = (" (`KIND:*`: a numbered die told by its shape only; `numerals.onnx` reads its numeral, see numerals.md)"
+                  if any(c.endswith(":*") for c in classes) else "")
     (args.models / "classifier.md").write_text(f"""# classifier.onnx — reads the top face of each die
 
 Size {sizes['classifier.onnx'] / 1e6:.2f} MB. Small CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32
 Nx3xSxS RGB 0..1; the crop is {cls['margin']} times the box's long side), output `logits` over
-{len(classes)} classes: {', '.join(classes)}{box_text} Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
+{len(classes)} classes: {', '.join(classes)}{shape_text}{box_text} Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
 fitted on the calib split (Guo et al. 2017); a die below {config['threshold']} is reported `unreadable`;
 a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.
 
