@@ -51,6 +51,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "pasted (their boxes must cover the whole die: matteop65's box only the pips)")
     p.add_argument("--box-weight", type=float, default=1.0, help="weight of the classifier's box-refinement loss")
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
+    p.add_argument("--cls-render-kinds", default="d8,d10,d10-tens", help="comma-separated kinds whose rendered dice the "
+                   "classifier trains on; the detector trains on every rendered die (default: d6 faces from the photos only, "
+                   "as renders of d6 made the real d6 read worse)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     return p.parse_args(argv)
@@ -133,7 +136,8 @@ def main(argv=None) -> int:
     log(f"train {len(train_imgs)} photos + {len(render_images)} renders, calib {len(calib_imgs)}; folders {trained}")
 
     # Pips are read here; a numbered die only by its shape (``d8:*``), its numeral by the numeral model.
-    labels = {main_label(d) for im in train_imgs + render_images for d in im.dice}
+    cls_kinds = {k.strip() for k in args.cls_render_kinds.split(",") if k.strip()}
+    labels = {main_label(d) for im in train_imgs + render_images for d in im.dice if im.folder != "renders" or d.kind in cls_kinds}
     classes = sorted(labels, key=lambda c: (KINDS.index(c.split(":")[0]), c.endswith("*"), c)) + ["none"]
     index = {c: i for i, c in enumerate(classes)}
 
@@ -222,7 +226,7 @@ def main(argv=None) -> int:
     history["hard_negatives"] = len(mined)
 
     # ---- classifier
-    dice_pool = [(im, d) for im in pool for d in im.dice]
+    dice_pool = [(im, d) for im in pool for d in im.dice if im.folder != "renders" or d.kind in cls_kinds]
     dice_w = sample_weights([im for im, _ in dice_pool])
     pasted_side = 64  # canvas of a pasted crop, pixels, scaled to --crop-size after
 
@@ -308,12 +312,15 @@ def main(argv=None) -> int:
     if numerals.is_file() and any(c.endswith(":*") for c in classes):
         config["numerals"] = json.loads(numerals.read_text())
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
-    temperature = calibrate(args.out, calib_imgs, classes)
+    # The temperature is fitted on the calib photos: real dice are what the kit reads (the
+    # numeral model has its own, fitted on renders).
+    temperature = calibrate(args.out, [im for im in calib_imgs if im.folder != "renders"], classes)
     config["classifier"]["temperature"] = temperature
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     if args.threshold is None:
-        config["threshold"] = choose_threshold(args.out, calib_imgs, args.wrong_target)
+        config.update(choose_thresholds(args.out, calib_imgs, args.wrong_target))
         (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+    history["thresholds"] = config.get("thresholds", {})
     history["threshold"] = config["threshold"]
     history.update(temperature=temperature, seconds=round(time.time() - started, 1), args={k: str(v) for k, v in vars(args).items()})
     (args.out / "train-log.json").write_text(json.dumps(history, indent=1) + "\n")
@@ -354,6 +361,29 @@ def calibrate(models: Path, images, classes: list[str]) -> float:
     if not logits:
         return 1.0
     return fit_temperature(np.array(logits, np.float64), np.array(targets, int))
+
+
+def choose_thresholds(models: Path, images, wrong_target: float) -> dict:
+    """``reader.json``'s ``threshold`` chosen on the calib photos, and ``thresholds`` for the
+    numbered kinds chosen on the calib renders' numbered dice (:func:`choose_threshold`).
+
+    Numbered dice have their own because they are read by another model, trained and calibrated
+    on renders only: pooled with the photos' d6, their lower confidence would push the one
+    threshold up and make most real d6 unreadable.
+    """
+    from dataclasses import replace
+
+    from pi_table.train.numerals import NUMBERED
+
+    photos = [im for im in images if im.folder != "renders"]
+    numbered = [replace(im, dice=tuple(d for d in im.dice if d.kind in NUMBERED)) for im in images if im.folder == "renders"]
+    numbered = [im for im in numbered if im.dice]
+    out: dict = {"threshold": choose_threshold(models, photos, wrong_target)}
+    if numbered:
+        log("numbered dice (calib renders):")
+        t = choose_threshold(models, numbered, wrong_target)
+        out["thresholds"] = {kind: t for kind in NUMBERED}
+    return out
 
 
 def choose_threshold(models: Path, images, wrong_target: float) -> float:

@@ -125,7 +125,7 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
             continue
         used_d.add(i), used_t.add(j)
         truth = labelled.dice[j]
-        score.count_read(reading.dice[i], truth.kind, truth.face, reader.threshold)
+        score.count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind))
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
             score.confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
@@ -136,7 +136,7 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
         if covering:
             best = max(covering, key=lambda d: iou(d.box, truth.box))
             score.centre_found += 1
-            score.centre_right += read_ok(best, reader.threshold) and best.kind == truth.kind and best.face == truth.face
+            score.centre_right += read_ok(best, reader.threshold_for(best.kind)) and best.kind == truth.kind and best.face == truth.face
     return score
 
 
@@ -212,7 +212,7 @@ def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face
         score.confusion[(f"{kind}:{face}", "-")] += 1
         return score
     score.detections = 1
-    score.count_read(reading.dice[0], kind, face, reader.threshold)
+    score.count_read(reading.dice[0], kind, face, reader.threshold_for(reading.dice[0].kind))
     score.centre_found, score.centre_right = 1, score.right  # one die, the whole image: both matches agree
     return score
 

@@ -342,6 +342,8 @@ class DiceReader:
         #: The classes of :meth:`classify`'s probabilities: every ``KIND:FACE`` read, then ``none``.
         self.classes = sorted(faces, key=lambda c: (KINDS.index(c.split(":")[0]), int(c.split(":")[1]))) + ["none"]
         self.threshold = float(self.config.get("threshold", 0.9))
+        #: Per-kind thresholds where ``reader.json`` sets them (numbered dice are calibrated on renders).
+        self.thresholds = {k: float(v) for k, v in self.config.get("thresholds", {}).items()}
         self.none_threshold = float(self.config.get("none_threshold", 0.5))
         self.refine = int(self.config.get("refine", 0))
         self.kinds = tuple(sorted({c.split(":")[0] for c in self.classes if c != "none"}, key=KINDS.index))
@@ -355,6 +357,10 @@ class DiceReader:
             if kind not in KINDS:
                 raise ValueError(f"unknown die kind {kind!r} (expected some of {', '.join(KINDS)})")
         return kinds
+
+    def threshold_for(self, kind: str) -> float:
+        """The confidence below which a die of ``kind`` is reported ``unreadable``."""
+        return self.thresholds.get(kind, self.threshold)
 
     def boxes_and_logits(self, image: np.ndarray, boxes, refine: int | None = None) -> tuple[list, np.ndarray]:
         """Boxes (x0, y0, x1, y1 pixels, clipped to the image) as the classifier's box head
@@ -395,7 +401,6 @@ class DiceReader:
         return boxes, p.astype(np.float32)
 
     def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None) -> list[Die]:
-        threshold = self.threshold if threshold is None else float(threshold)
         boxes, probs = self.classify(image, boxes, kinds, CROP_PASSES if crop_mode else None)
         classes = self.classes
         none = classes.index("none")
@@ -414,7 +419,7 @@ class DiceReader:
             kind, face = classes[best].split(":")
             # The die's confidence: right face given a die, times the chance it is a die at all.
             confidence *= 1.0 - (0.0 if crop_mode else float(p[none]))
-            if confidence < threshold:
+            if confidence < (self.threshold_for(kind) if threshold is None else float(threshold)):
                 dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence, "unreadable"))
             else:
                 dice.append(Die(kind, face, face_value(kind, face), box, confidence, "ok"))
