@@ -242,6 +242,9 @@ def test_centre_match_counts_a_die_whose_label_boxes_only_its_pips(tmp_path):
     class Fake:
         threshold = 0.9
 
+        def threshold_for(self, kind):
+            return self.threshold
+
         def read(self, image, name="", kinds=None, threshold=None):
             return Reading(name, 100, 100, 1.0, (Die("d6", "1", 1, (30, 30, 70, 70), 0.99, "ok"),))
 
