@@ -146,3 +146,15 @@ def test_fit_temperature_recovers_a_known_temperature():
     t = np.array([rng.choice(5, p=row) for row in p])
     assert 1.8 < fit_temperature(z, t) < 2.2
     assert fit_temperature(np.zeros((0, 5)), np.zeros(0, int)) == 1.0
+
+
+@pytest.mark.parametrize("module, option", [("pi_table.train.numerals", "--renders"), ("pi_table.train", "--data")])
+def test_training_names_a_missing_folder_in_one_line(tmp_path, module, option):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    args = [sys.executable, "-m", module, option, str(tmp_path / "nope"), "--out", str(tmp_path / "m")]
+    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"{option}: no such folder" in r.stderr and "Traceback" not in r.stderr

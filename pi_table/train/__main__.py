@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.train.numerals import fit_temperature, is_calib
+from pi_table.train.numerals import NUMBERED, fit_temperature, is_calib
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -79,7 +79,6 @@ def folder_names(text: str, folders, option: str) -> list[str]:
 def main_label(die) -> str:
     """The classifier's class for a labelled die: ``KIND:FACE`` for pips, the shape class
     (``d8:*``, ``d10:*``) for a numbered die, whose numeral the numeral model reads."""
-    from pi_table.train.numerals import NUMBERED
     from pi_table.vision.reader import shape_class
 
     return shape_class(die.kind) if die.kind in NUMBERED else f"{die.kind}:{die.face}"
@@ -89,6 +88,44 @@ def log(msg: str) -> None:
     print(time.strftime("%H:%M:%S"), msg, flush=True)
 
 
+def start(args: argparse.Namespace) -> tuple[np.random.Generator, float]:
+    """Seed torch and NumPy from ``args.seed``, set ``args.threads``, make ``args.out``; the
+    run's random generator and start time (s)."""
+    import torch
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    args.out.mkdir(parents=True, exist_ok=True)
+    return np.random.default_rng(args.seed), time.time()
+
+
+def load_folders(roots, option: str, folder_name: str | None = None) -> list:
+    """Every labelled image of the YOLO folders ``roots``; SystemExit (status 2) with a
+    one-line error naming ``option`` and the folder when one is missing or malformed."""
+    from pi_table.vision.dataset import load_yolo
+
+    images = []
+    for root in roots:
+        try:
+            images += load_yolo(root, folder_name=folder_name)
+        except (FileNotFoundError, ValueError) as e:
+            print(f"error: {option}: {e}", file=sys.stderr)
+            raise SystemExit(2) from None
+    return images
+
+
+def optimise(opt, sched, loss, losses: list, step: int, steps: int, what: str, t0: float) -> None:
+    """One optimiser step on ``loss``; logs the mean of the last 100 losses every 100 steps."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    sched.step()
+    losses.append(loss.item())
+    if (step + 1) % 100 == 0 or step + 1 == steps:
+        log(f"{what} step {step + 1}/{steps} loss {np.mean(losses[-100:]):.4f} "
+            f"({(time.time() - t0) / (step + 1):.2f} s/step)")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     import cv2
@@ -96,27 +133,19 @@ def main(argv=None) -> int:
 
     from pi_table.train import data as D
     from pi_table.train.nets import ClassifierNet, DetectorNet, export_classifier, export_detector
-    from pi_table.vision.dataset import load_yolo
-    from pi_table.vision.dice import KINDS
+    from pi_table.vision.dice import class_key
 
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    rng = np.random.default_rng(args.seed)
-    args.out.mkdir(parents=True, exist_ok=True)
-    started = time.time()
+    rng, started = start(args)
 
     # ---- data and splits
     by_folder: dict[str, list] = defaultdict(list)
-    for root in args.data:
-        for im in load_yolo(root):
-            by_folder[im.folder].append(im)
+    for im in load_folders(args.data, "--data"):
+        by_folder[im.folder].append(im)
     splits = {f: D.split_folder(ims, f, args.seed) for f, ims in sorted(by_folder.items())}
     wanted = folder_names(args.train_folders, splits, "--train-folders")
     paste_from = folder_names(args.paste_from, splits, "--paste-from")
     trained = [f for f in splits if not wanted or under(f, wanted)]
-    render_images = []
-    for root in args.renders:
-        render_images += load_yolo(root, folder_name="renders")
+    render_images = load_folders(args.renders, "--renders", folder_name="renders")
     # One render in 20 is kept for calibration, as the numeral model keeps it (train/numerals.py).
     render_calib = [im for im in render_images if is_calib(im.path.name)]
     render_images = [im for im in render_images if not is_calib(im.path.name)]
@@ -137,8 +166,8 @@ def main(argv=None) -> int:
 
     # Pips are read here; a numbered die only by its shape (``d8:*``), its numeral by the numeral model.
     cls_kinds = {k.strip() for k in args.cls_render_kinds.split(",") if k.strip()}
-    labels = {main_label(d) for im in train_imgs + render_images for d in im.dice if im.folder != "renders" or d.kind in cls_kinds}
-    classes = sorted(labels, key=lambda c: (KINDS.index(c.split(":")[0]), c.endswith("*"), c)) + ["none"]
+    dice_pool = [(im, d) for im in train_imgs + render_images for d in im.dice if im.folder != "renders" or d.kind in cls_kinds]
+    classes = sorted({main_label(d) for _, d in dice_pool}, key=class_key) + ["none"]
     index = {c: i for i, c in enumerate(classes)}
 
     cache: dict[Path, np.ndarray] = {}
@@ -158,16 +187,6 @@ def main(argv=None) -> int:
     def sample_weights(images) -> np.ndarray:
         w = np.array([render_weight if im.folder == "renders" else 1.0 for im in images])
         return w / w.sum()
-
-    def optimise(opt, sched, loss, losses: list, step: int, steps: int, what: str, t0: float) -> None:
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if (step + 1) % 100 == 0 or step + 1 == steps:
-            log(f"{what} step {step + 1}/{steps} loss {np.mean(losses[-100:]):.4f} "
-                f"({(time.time() - t0) / (step + 1):.2f} s/step)")
 
     weights = sample_weights(pool)
     history: dict = {"classes": classes}
@@ -226,7 +245,6 @@ def main(argv=None) -> int:
     history["hard_negatives"] = len(mined)
 
     # ---- classifier
-    dice_pool = [(im, d) for im in pool for d in im.dice if im.folder != "renders" or d.kind in cls_kinds]
     dice_w = sample_weights([im for im, _ in dice_pool])
     pasted_side = 64  # canvas of a pasted crop, pixels, scaled to --crop-size after
 
@@ -372,8 +390,6 @@ def choose_thresholds(models: Path, images, wrong_target: float) -> dict:
     threshold up and make most real d6 unreadable.
     """
     from dataclasses import replace
-
-    from pi_table.train.numerals import NUMBERED
 
     photos = [im for im in images if im.folder != "renders"]
     numbered = [replace(im, dice=tuple(d for d in im.dice if d.kind in NUMBERED)) for im in images if im.folder == "renders"]

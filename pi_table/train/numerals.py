@@ -74,19 +74,13 @@ def main(argv=None) -> int:
     import torch
 
     from pi_table.train import data as D
-    from pi_table.train.__main__ import log
+    from pi_table.train.__main__ import load_folders, log, optimise, start
     from pi_table.train.nets import NumeralNet, export_classifier
-    from pi_table.vision.dataset import load_yolo
-    from pi_table.vision.dice import KINDS
+    from pi_table.vision.dice import class_key
     from pi_table.vision.reader import Classifier
 
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    rng = np.random.default_rng(args.seed)
-    args.out.mkdir(parents=True, exist_ok=True)
-    started = time.time()
-
-    images = [im for root in args.renders for im in load_yolo(root, folder_name="renders")]
+    images = load_folders(args.renders, "--renders", folder_name="renders")
+    rng, started = start(args)
     train = [im for im in images if not is_calib(im.path.name)]
     calib = [im for im in images if is_calib(im.path.name)]
     if args.smoke:
@@ -96,8 +90,7 @@ def main(argv=None) -> int:
     if not pool:
         print(f"error: --renders: no {', '.join(NUMBERED)} dice in {', '.join(map(str, args.renders))}", file=sys.stderr)
         return 2
-    classes = sorted({f"{d.kind}:{d.face}" for _, d in pool},
-                     key=lambda c: (KINDS.index(c.split(":")[0]), int(c.split(":")[1])))
+    classes = sorted({f"{d.kind}:{d.face}" for _, d in pool}, key=class_key)
     index = {c: i for i, c in enumerate(classes)}
     log(f"numerals: {len(pool)} dice on {len(train)} renders, calib {len(calib)} renders; {len(classes)} classes")
 
@@ -125,14 +118,7 @@ def main(argv=None) -> int:
             targets.append(index[f"{d.kind}:{d.face}"])
         logits, _ = net(batch_of(crops))
         loss = torch.nn.functional.cross_entropy(logits, torch.tensor(targets), label_smoothing=0.02)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if (step + 1) % 100 == 0 or step + 1 == args.steps:
-            log(f"numerals step {step + 1}/{args.steps} loss {np.mean(losses[-100:]):.4f} "
-                f"({(time.time() - t0) / (step + 1):.2f} s/step)")
+        optimise(opt, sched, loss, losses, step, args.steps, "numerals", t0)
     path = args.out / "numerals.onnx"
     export_classifier(net, path, args.crop_size)
 

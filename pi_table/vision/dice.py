@@ -15,6 +15,13 @@ KINDS: tuple[str, ...] = ("d4", "d6", "d8", "d10", "d10-tens", "d12", "d20")
 STATUSES: tuple[str, ...] = ("ok", "cocked", "unreadable")
 
 
+def class_key(label: str) -> tuple[int, bool, int]:
+    """Sort key of a class name ``KIND:FACE`` (or a shape class ``KIND:*``): by kind in
+    :data:`KINDS` order, faces by number, a kind's shape class after its faces."""
+    kind, _, face = label.partition(":")
+    return (KINDS.index(kind), face == "*", int(face) if face.isdigit() else 0)
+
+
 def face_value(kind: str, face: str) -> int:
     """Integer value of a printed face by the kit's default convention.
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.vision.dice import KINDS, Die, Reading, face_value
+from pi_table.vision.dice import KINDS, Die, Reading, class_key, face_value
 
 # ``read --crop``: a crop from someone else may frame the die loosely or tightly; two passes of
 # the box head re-cut it around the die first (held-out nellbyler dice cropped at 1.8x their box:
@@ -340,7 +340,7 @@ class DiceReader:
         direct = [c for c in cls["classes"] if c != "none" and not c.endswith(":*")]
         faces = direct + (self.numerals.classes if self.numerals else [])
         #: The classes of :meth:`classify`'s probabilities: every ``KIND:FACE`` read, then ``none``.
-        self.classes = sorted(faces, key=lambda c: (KINDS.index(c.split(":")[0]), int(c.split(":")[1]))) + ["none"]
+        self.classes = sorted(faces, key=class_key) + ["none"]
         self.threshold = float(self.config.get("threshold", 0.9))
         #: Per-kind thresholds where ``reader.json`` sets them (numbered dice are calibrated on renders).
         self.thresholds = {k: float(v) for k, v in self.config.get("thresholds", {}).items()}
