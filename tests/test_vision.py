@@ -271,3 +271,17 @@ def test_join_numerals_is_a_product_of_the_two_models():
     assert np.allclose(p.sum(axis=1), 1.0)
     assert np.array_equal(join_numerals(p_main, main_classes, None, np.zeros(0, int), numeral_classes, classes)[1],
                           [0, 0, 0, 0, 0, 0, 0.1])
+
+
+def test_cli_names_a_missing_model_file(tmp_path):
+    """A model folder whose reader.json names a numeral model that is not there: one line, exit 2."""
+    import shutil
+
+    models = tmp_path / "models"
+    shutil.copytree(REPO / "models", models)
+    config = json.loads((models / "reader.json").read_text())
+    config["numerals"] = {"file": "numerals.onnx", "classes": ["d8:1"], "temperature": 1.0, "crop_size": 48, "margin": 1.3}
+    (models / "reader.json").write_text(json.dumps(config))
+    r = subprocess.run([sys.executable, "-m", "pi_table", "read", str(sorted(DEMO.glob("*.jpg"))[0]), "--models", str(models)],
+                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert r.returncode == 2 and "numerals.onnx" in r.stderr and "Traceback" not in r.stderr

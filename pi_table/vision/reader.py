@@ -107,7 +107,11 @@ class Detection:
 
 
 def _session(path: Path, threads: int):
+    """An onnxruntime session of ``path``; FileNotFoundError naming a missing model file."""
     import onnxruntime as ort
+
+    if not Path(path).is_file():
+        raise FileNotFoundError(f"no model file {path} (train one: python3 -m pi_table.train --out {Path(path).parent})")
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = max(0, int(threads))
