@@ -188,6 +188,14 @@ def test_training_smoke(tmp_path):
     _, p = trained.classify(image, [(100, 100, 160, 160), (300, 300, 340, 350)], kinds=("d8", "d10"))
     assert np.allclose(p.sum(axis=1), 1, atol=1e-5)
     assert all(p[:, trained.classes.index(c)].max() == 0 for c in trained.classes if c.startswith("d6:"))
+    # --det-from: a classifier experiment on a trained detector keeps that detector byte for byte
+    again = [sys.executable, "-m", "pi_table.train", "--data", str(real), "--out", str(tmp_path / "b"), "--smoke"]
+    result = subprocess.run(again + ["--det-from", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "b" / "detector.onnx").read_bytes() == (tmp_path / "detector.onnx").read_bytes()
+    assert json.loads((tmp_path / "b" / "train-log.json").read_text())["detector_from"] == str(tmp_path)
+    result = subprocess.run(again + ["--det-from", str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--det-from: no detector.onnx" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_score_counts_status_by_threshold_and_calibrates_on_the_best_face():
@@ -285,3 +293,39 @@ def test_cli_names_a_missing_model_file(tmp_path):
     r = subprocess.run([sys.executable, "-m", "pi_table", "read", str(sorted(DEMO.glob("*.jpg"))[0]), "--models", str(models)],
                        capture_output=True, text=True, timeout=60, cwd=REPO)
     assert r.returncode == 2 and "numerals.onnx" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_second_look_averages_quarter_turns_of_unsure_dice_only():
+    """Dice below the threshold are read again from their crop turned by 1, 2 and 3 quarter
+    turns and the four views' scores averaged; sure dice keep their one reading."""
+    reader = DiceReader()
+    reader.second_look = 4
+    image = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    boxes = [d.box for d in reader.detector.detect(image)]
+    crops = reader.classifier.crops(image, boxes)
+    first = reader.classifier.logits(crops)
+    turned = [reader.classifier.logits(np.ascontiguousarray(np.rot90(crops, k, axes=(2, 3)))) for k in range(4)]
+    assert not np.allclose(turned[0], turned[1], atol=1e-3)  # the views do differ
+    reader.threshold = 1.01  # every die unsure; a box about to be dropped as `none` is not looked at again
+    die = reader.classifier.calibrated(first)[:, reader.classifier.classes.index("none")] < reader.none_threshold
+    assert die.sum() >= 3
+    expected = np.where(die[:, None], np.mean(turned, axis=0), first)
+    assert np.allclose(reader._second_look(image, boxes, first), expected, atol=1e-4)
+    reader.threshold = 0.0  # every die sure
+    assert np.array_equal(reader._second_look(image, boxes, first), first)
+    reader.second_look = 1  # off
+    reader.threshold = 1.01
+    assert np.array_equal(reader._second_look(image, boxes, first), first)
+
+
+def test_reader_json_names_a_bad_second_look(tmp_path):
+    import shutil
+
+    from pi_table.vision.reader import models_dir
+
+    for f in models_dir().iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    config = json.loads((tmp_path / "reader.json").read_text())
+    (tmp_path / "reader.json").write_text(json.dumps({**config, "second_look": 3}))
+    with pytest.raises(ValueError, match="second_look must be 1, 2 or 4, got 3"):
+        DiceReader(tmp_path)

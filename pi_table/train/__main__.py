@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shutil
 import sys
 import time
 from collections import defaultdict
@@ -34,6 +35,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "for leave-one-folder-out figures")
     p.add_argument("--det-steps", type=int, default=3000)
     p.add_argument("--cls-steps", type=int, default=4000)
+    p.add_argument("--cls-lr", type=float, default=3e-3, help="classifier's peak learning rate (one-cycle)")
+    p.add_argument("--det-from", type=Path, default=None, help="model folder whose detector.onnx is reused instead of "
+                   "training one (for classifier experiments; the shipped model trains both)")
     p.add_argument("--size-weight", type=float, default=2.0, help="weight of the detector's log box-size loss")
     p.add_argument("--det-batch", type=int, default=12)
     p.add_argument("--cls-batch", type=int, default=64)
@@ -51,6 +55,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "pasted (their boxes must cover the whole die: matteop65's box only the pips)")
     p.add_argument("--box-weight", type=float, default=1.0, help="weight of the classifier's box-refinement loss")
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
+    p.add_argument("--second-look", type=int, default=4, choices=(1, 2, 4), help="views averaged for a die below the "
+                   "threshold at run time (reader.json; 1 for none): its crop turned by quarter turns")
     p.add_argument("--cls-render-kinds", default="d8,d10,d10-tens", help="comma-separated kinds whose rendered dice the "
                    "classifier trains on; the detector trains on every rendered die (default: d6 faces from the photos only, "
                    "as renders of d6 made the real d6 read worse)")
@@ -197,39 +203,48 @@ def main(argv=None) -> int:
         log("no dice to paste from (--paste-from): copy-paste off")
 
     # ---- detector
-    det = DetectorNet()
-    opt = torch.optim.AdamW(det.parameters(), lr=2e-3, weight_decay=1e-4)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=args.det_steps, pct_start=0.05)
-    det.train()
-    losses = []
-    t0 = time.time()
-    for step in range(args.det_steps):
-        imgs, heats, sizes, offs, masks = [], [], [], [], []
-        for i in rng.choice(len(pool), args.det_batch, p=weights):
-            if rng.random() < args.paste:
-                sample = D.paste_sample(photo_dice, image_of, rng, args.det_patch)
-            else:
-                sample = D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch)
-            h, s, o, m = D.det_targets(sample.boxes, args.det_patch)
-            imgs.append(sample.image[:, :, ::-1].transpose(2, 0, 1))
-            heats.append(h), sizes.append(s), offs.append(o), masks.append(m)
-        x = torch.from_numpy(np.stack(imgs).astype(np.float32) / 255)
-        ht, st, ot, mt = (torch.from_numpy(np.stack(a)) for a in (heats, sizes, offs, masks))
-        heat, size, off = det(x)
-        p = heat.clamp(1e-4, 1 - 1e-4)
-        pos = (ht == 1).float()
-        neg = ((ht < 1) & (ht >= 0)).float()
-        n_pos = pos.sum().clamp(min=1)
-        focal = -((torch.log(p) * (1 - p) ** 2 * pos).sum()
-                  + (torch.log(1 - p) * p**2 * (1 - ht.clamp(min=0)) ** 4 * neg).sum()) / n_pos
-        # Box size in log space: a 2-cell error matters on a small die, not on a big one.
-        l_size = (torch.abs(torch.log(size + 1e-3) - torch.log(st.clamp(min=1e-3))) * mt).sum() / n_pos
-        l_off = (torch.abs(off - ot) * mt).sum() / n_pos
-        loss = focal + args.size_weight * l_size + l_off
-        optimise(opt, sched, loss, losses, step, args.det_steps, "detector", t0)
-    history["detector_loss"] = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
     det_path = args.out / "detector.onnx"
-    export_detector(det, det_path, args.det_input)
+    if args.det_from is not None:
+        source = args.det_from / "detector.onnx"
+        if not source.is_file():
+            print(f"error: --det-from: no detector.onnx in {args.det_from}", file=sys.stderr)
+            raise SystemExit(2)
+        shutil.copyfile(source, det_path)
+        history["detector_from"] = str(args.det_from)
+        log(f"detector reused from {source}")
+    else:
+        det = DetectorNet()
+        opt = torch.optim.AdamW(det.parameters(), lr=2e-3, weight_decay=1e-4)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=args.det_steps, pct_start=0.05)
+        det.train()
+        losses = []
+        t0 = time.time()
+        for step in range(args.det_steps):
+            imgs, heats, sizes, offs, masks = [], [], [], [], []
+            for i in rng.choice(len(pool), args.det_batch, p=weights):
+                if rng.random() < args.paste:
+                    sample = D.paste_sample(photo_dice, image_of, rng, args.det_patch)
+                else:
+                    sample = D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch)
+                h, s, o, m = D.det_targets(sample.boxes, args.det_patch)
+                imgs.append(sample.image[:, :, ::-1].transpose(2, 0, 1))
+                heats.append(h), sizes.append(s), offs.append(o), masks.append(m)
+            x = torch.from_numpy(np.stack(imgs).astype(np.float32) / 255)
+            ht, st, ot, mt = (torch.from_numpy(np.stack(a)) for a in (heats, sizes, offs, masks))
+            heat, size, off = det(x)
+            p = heat.clamp(1e-4, 1 - 1e-4)
+            pos = (ht == 1).float()
+            neg = ((ht < 1) & (ht >= 0)).float()
+            n_pos = pos.sum().clamp(min=1)
+            focal = -((torch.log(p) * (1 - p) ** 2 * pos).sum()
+                      + (torch.log(1 - p) * p**2 * (1 - ht.clamp(min=0)) ** 4 * neg).sum()) / n_pos
+            # Box size in log space: a 2-cell error matters on a small die, not on a big one.
+            l_size = (torch.abs(torch.log(size + 1e-3) - torch.log(st.clamp(min=1e-3))) * mt).sum() / n_pos
+            l_off = (torch.abs(off - ot) * mt).sum() / n_pos
+            loss = focal + args.size_weight * l_size + l_off
+            optimise(opt, sched, loss, losses, step, args.det_steps, "detector", t0)
+        history["detector_loss"] = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
+        export_detector(det, det_path, args.det_input)
 
     # ---- hard negatives: what the trained detector finds on the training photos that is no
     # labelled die (a die's side face, a shadow, the tray's rim) becomes `none` for the classifier.
@@ -273,8 +288,8 @@ def main(argv=None) -> int:
         return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
 
     cls = ClassifierNet(len(classes), crop_size=args.crop_size)
-    opt = torch.optim.AdamW(cls.parameters(), lr=3e-3, weight_decay=5e-4)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=3e-3, total_steps=args.cls_steps, pct_start=0.05)
+    opt = torch.optim.AdamW(cls.parameters(), lr=args.cls_lr, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.cls_lr, total_steps=args.cls_steps, pct_start=0.05)
     cls.train()
     losses, t0 = [], time.time()
     n_neg = max(1, args.cls_batch // 6)
@@ -334,10 +349,18 @@ def main(argv=None) -> int:
     # numeral model has its own, fitted on renders).
     temperature = calibrate(args.out, [im for im in calib_imgs if im.folder != "renders"], classes)
     config["classifier"]["temperature"] = temperature
+    # The temperature is the single view's; the threshold is chosen with the second look on, as it runs.
+    config["second_look"] = args.second_look
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     if args.threshold is None:
-        config.update(choose_thresholds(args.out, calib_imgs, args.wrong_target))
-        (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+        # The second look reads again the dice below the threshold in reader.json: choose
+        # again until the threshold it gates on is the one chosen (once or twice).
+        for _ in range(3):
+            before = config["threshold"]
+            config.update(choose_thresholds(args.out, calib_imgs, args.wrong_target))
+            (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+            if config["threshold"] == before or args.second_look == 1:
+                break
     history["thresholds"] = config.get("thresholds", {})
     history["threshold"] = config["threshold"]
     history.update(temperature=temperature, seconds=round(time.time() - started, 1), args={k: str(v) for k, v in vars(args).items()})
