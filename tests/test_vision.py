@@ -188,11 +188,14 @@ def test_training_smoke(tmp_path):
     _, p = trained.classify(image, [(100, 100, 160, 160), (300, 300, 340, 350)], kinds=("d8", "d10"))
     assert np.allclose(p.sum(axis=1), 1, atol=1e-5)
     assert all(p[:, trained.classes.index(c)].max() == 0 for c in trained.classes if c.startswith("d6:"))
-    # --det-from: a classifier experiment on a trained detector keeps that detector byte for byte
-    again = [sys.executable, "-m", "pi_table.train", "--data", str(real), "--out", str(tmp_path / "b"), "--smoke"]
+    # --det-from: a classifier experiment on a trained detector keeps that detector and trains
+    # the very classifier the full run did (the classifier stage starts again from the seed)
+    again = [sys.executable, "-m", "pi_table.train", "--data", str(real), "--renders", str(renders),
+             "--out", str(tmp_path / "b"), "--smoke"]
     result = subprocess.run(again + ["--det-from", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert (tmp_path / "b" / "detector.onnx").read_bytes() == (tmp_path / "detector.onnx").read_bytes()
+    for name in ("detector.onnx", "classifier.onnx"):
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / name).read_bytes(), name
     assert json.loads((tmp_path / "b" / "train-log.json").read_text())["detector_from"] == str(tmp_path)
     result = subprocess.run(again + ["--det-from", str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--det-from: no detector.onnx" in result.stderr and "Traceback" not in result.stderr

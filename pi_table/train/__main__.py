@@ -287,6 +287,11 @@ def main(argv=None) -> int:
             return D.DieCrop(image, np.zeros(4, np.float32), False)
         return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
 
+    # The classifier stage starts again from the seed, so that a run with --det-from trains the
+    # same classifier as a full run whose detector came out byte for byte the same.
+    rng = np.random.default_rng(args.seed)
+    torch.manual_seed(args.seed)
+    cv2.setRNGSeed(args.seed)  # the photometric noise (cv2.randn); seed 0 is OpenCV's start-up state
     cls = ClassifierNet(len(classes), crop_size=args.crop_size)
     opt = torch.optim.AdamW(cls.parameters(), lr=args.cls_lr, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.cls_lr, total_steps=args.cls_steps, pct_start=0.05)

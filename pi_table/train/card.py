@@ -149,6 +149,11 @@ multiple of 32; outputs at stride 4 `heat` (die centres, 0..1), `size` (box w, h
 box and rejects those that are not dice.
 
 {common}""")
+    views = int(config.get("second_look", 1))
+    look_text = (f"\nSecond look: a die below the threshold is read again from its crop turned by "
+                 f"{'quarter turns' if views == 4 else 'a half turn'} and the {views} views' logits are averaged "
+                 f"(test-time augmentation, paid only for unsure dice; the threshold is chosen with it on)."
+                 if views > 1 else "")
     shape_text = (" (`KIND:*`: a numbered die told by its shape only; `numerals.onnx` reads its numeral, see numerals.md)"
                   if any(c.endswith(":*") for c in classes) else "")
     (args.models / "classifier.md").write_text(f"""# classifier.onnx — reads the top face of each die
@@ -157,7 +162,7 @@ Size {sizes['classifier.onnx'] / 1e6:.2f} MB. Small CNN on {cls['crop_size']}x{c
 Nx3xSxS RGB 0..1; the crop is {cls['margin']} times the box's long side), output `logits` over
 {len(classes)} classes: {', '.join(classes)}{shape_text}{box_text} Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
 fitted on the calib split (Guo et al. 2017); a die below {config['threshold']} is reported `unreadable`;
-a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.
+a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.{look_text}
 
 {common}""")
     num = config.get("numerals")
