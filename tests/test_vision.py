@@ -332,3 +332,18 @@ def test_reader_json_names_a_bad_second_look(tmp_path):
     (tmp_path / "reader.json").write_text(json.dumps({**config, "second_look": 3}))
     with pytest.raises(ValueError, match="second_look must be 1, 2 or 4, got 3"):
         DiceReader(tmp_path)
+
+
+def test_bench_times_the_second_looks_worst_case(tmp_path):
+    """With a second look the bench adds a row for the largest frame with every die unsure."""
+    from pi_table.vision.bench import bench, format_rows
+
+    def factory(threads):
+        reader = DiceReader(threads=1)
+        reader.second_look = 4
+        return reader
+
+    rows = bench(factory, dice_counts=(1, 5), repeats=1, thread_options=(1,))
+    assert [(r["dice"], r["all_unsure"]) for r in rows] == [(1, False), (5, False), (5, True)]
+    assert rows[-1]["unsure"] == rows[-1]["found"] >= 4  # all read at the threshold above 1
+    assert "all" in format_rows(rows).splitlines()[3]
