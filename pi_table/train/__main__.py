@@ -34,7 +34,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--train-folders", default="", help="comma-separated data folders to train on (default all); "
                    "for leave-one-folder-out figures")
     p.add_argument("--det-steps", type=int, default=3000)
-    p.add_argument("--cls-steps", type=int, default=4000)
+    p.add_argument("--cls-steps", type=int, default=8000)
     p.add_argument("--cls-lr", type=float, default=3e-3, help="classifier's peak learning rate (one-cycle)")
     p.add_argument("--det-from", type=Path, default=None, help="model folder whose detector.onnx is reused instead of "
                    "training one (for classifier experiments; the shipped model trains both)")
