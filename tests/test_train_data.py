@@ -158,3 +158,27 @@ def test_training_names_a_missing_folder_in_one_line(tmp_path, module, option):
     args = [sys.executable, "-m", module, option, str(tmp_path / "nope"), "--out", str(tmp_path / "m")]
     r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and f"{option}: no such folder" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_training_names_a_bad_classifier_width_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    args = [sys.executable, "-m", "pi_table.train", "--data", str(tmp_path), "--out", str(tmp_path / "m"), "--cls-width", "0"]
+    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--cls-width must be above 0, got 0.0" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_classifier_width_scales_every_layer():
+    torch = pytest.importorskip("torch")
+    from pi_table.train.nets import ClassifierNet
+
+    def channels(net):
+        return [m.out_channels for m in net.features.modules() if isinstance(m, torch.nn.Conv2d)]
+
+    assert channels(ClassifierNet(7)) == [16, 32, 32, 64, 64, 96]
+    assert channels(ClassifierNet(7, width=1.5)) == [24, 48, 48, 96, 96, 144]
+    logits, box = ClassifierNet(7, width=1.5)(torch.zeros(2, 3, 48, 48))
+    assert logits.shape == (2, 7) and box.shape == (2, 4)

@@ -43,6 +43,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cls-batch", type=int, default=64)
     p.add_argument("--det-input", type=int, default=320, help="detector input long side, pixels")
     p.add_argument("--det-patch", type=int, default=256, help="detector training patch side, pixels")
+    p.add_argument("--cls-width", type=float, default=1.0, help="classifier channel multiplier (1: 16-32-64-96 "
+                   "channels; its run time grows about as its square)")
     p.add_argument("--crop-size", type=int, default=48, help="classifier crop side, pixels")
     p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
     p.add_argument("--threshold", type=float, default=None, help="confidence below which a die is reported unreadable "
@@ -62,7 +64,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "as renders of d6 made the real d6 read worse)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if not args.cls_width > 0:
+        print(f"error: --cls-width must be above 0, got {args.cls_width}", file=sys.stderr)
+        raise SystemExit(2)
+    return args
 
 
 def under(folder: str, names) -> bool:
@@ -292,7 +298,7 @@ def main(argv=None) -> int:
     rng = np.random.default_rng(args.seed)
     torch.manual_seed(args.seed)
     cv2.setRNGSeed(args.seed)  # the photometric noise (cv2.randn); seed 0 is OpenCV's start-up state
-    cls = ClassifierNet(len(classes), crop_size=args.crop_size)
+    cls = ClassifierNet(len(classes), width=args.cls_width, crop_size=args.crop_size)
     opt = torch.optim.AdamW(cls.parameters(), lr=args.cls_lr, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.cls_lr, total_steps=args.cls_steps, pct_start=0.05)
     cls.train()

@@ -69,9 +69,10 @@ class ClassifierNet(nn.Module):
     al. 2015, which uses the same centre/log-size parametrisation).
     """
 
-    def __init__(self, classes: int, width: int = 1, crop_size: int = 48):
+    def __init__(self, classes: int, width: float = 1, crop_size: int = 48):
         super().__init__()
-        c = [16 * width, 32 * width, 64 * width, 96 * width]
+        # width scales every layer's channels (1: 16, 32, 64, 96; cost grows as width squared).
+        c = [int(round(n * width)) for n in (16, 32, 64, 96)]
         cells = max(1, crop_size // 16)  # the feature map is crop_size / 8; pooled by 2
         self.features = nn.Sequential(
             cbr(3, c[0]), nn.MaxPool2d(2),
