@@ -160,15 +160,16 @@ def test_training_names_a_missing_folder_in_one_line(tmp_path, module, option):
     assert r.returncode == 2 and f"{option}: no such folder" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_training_names_a_bad_classifier_width_in_one_line(tmp_path):
+@pytest.mark.parametrize("option", ["--cls-width", "--det-width"])
+def test_training_names_a_bad_width_in_one_line(tmp_path, option):
     import subprocess
     import sys
 
     from tests.conftest import REPO
 
-    args = [sys.executable, "-m", "pi_table.train", "--data", str(tmp_path), "--out", str(tmp_path / "m"), "--cls-width", "0"]
+    args = [sys.executable, "-m", "pi_table.train", "--data", str(tmp_path), "--out", str(tmp_path / "m"), option, "-1"]
     r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "--cls-width must be above 0, got 0.0" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and f"{option} must be above 0, got -1.0" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_classifier_width_scales_every_layer():
@@ -182,3 +183,12 @@ def test_classifier_width_scales_every_layer():
     assert channels(ClassifierNet(7, width=1.5)) == [24, 48, 48, 96, 96, 144]
     logits, box = ClassifierNet(7, width=1.5)(torch.zeros(2, 3, 48, 48))
     assert logits.shape == (2, 7) and box.shape == (2, 4)
+
+
+def test_detector_width_scales_the_backbone():
+    torch = pytest.importorskip("torch")
+    from pi_table.train.nets import DetectorNet
+
+    assert DetectorNet().s32[0][0].out_channels == 80 and DetectorNet(width=1.5).s32[0][0].out_channels == 120
+    heat, size, offset = DetectorNet(width=1.5).eval()(torch.zeros(1, 3, 64, 96))
+    assert heat.shape == (1, 1, 16, 24) and size.shape == offset.shape == (1, 2, 16, 24)

@@ -43,6 +43,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cls-batch", type=int, default=64)
     p.add_argument("--det-input", type=int, default=320, help="detector input long side, pixels")
     p.add_argument("--det-patch", type=int, default=256, help="detector training patch side, pixels")
+    p.add_argument("--det-width", type=float, default=1.0, help="detector backbone channel multiplier (1: 24-40-64-80)")
     p.add_argument("--cls-width", type=float, default=1.0, help="classifier channel multiplier (1: 16-32-64-96 "
                    "channels; its run time grows about as its square)")
     p.add_argument("--crop-size", type=int, default=48, help="classifier crop side, pixels")
@@ -65,9 +66,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
-    if not args.cls_width > 0:
-        print(f"error: --cls-width must be above 0, got {args.cls_width}", file=sys.stderr)
-        raise SystemExit(2)
+    for option in ("det_width", "cls_width"):
+        if not getattr(args, option) > 0:
+            print(f"error: --{option.replace('_', '-')} must be above 0, got {getattr(args, option)}", file=sys.stderr)
+            raise SystemExit(2)
     return args
 
 
@@ -219,7 +221,7 @@ def main(argv=None) -> int:
         history["detector_from"] = str(args.det_from)
         log(f"detector reused from {source}")
     else:
-        det = DetectorNet()
+        det = DetectorNet(width=args.det_width)
         opt = torch.optim.AdamW(det.parameters(), lr=2e-3, weight_decay=1e-4)
         sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=args.det_steps, pct_start=0.05)
         det.train()

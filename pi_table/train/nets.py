@@ -28,9 +28,10 @@ class DetectorNet(nn.Module):
     size Bx2xH/4xW/4 (box w, h in cells, >= 0), offset Bx2xH/4xW/4 (0..1 cells).
     """
 
-    def __init__(self, width: int = 1):
+    def __init__(self, width: float = 1):
         super().__init__()
-        c4, c8, c16, c32 = 24 * width, 40 * width, 64 * width, 80 * width
+        # width scales the backbone's channels (1: 24, 40, 64, 80 at strides 4, 8, 16, 32).
+        c4, c8, c16, c32 = (int(round(n * width)) for n in (24, 40, 64, 80))
         self.s4 = nn.Sequential(cbr(3, 16, 2), cbr(16, c4, 2))
         self.s8 = nn.Sequential(cbr(c4, c8, 2), cbr(c8, c8))
         self.s16 = nn.Sequential(cbr(c8, c16, 2), cbr(c16, c16), cbr(c16, c16, dilation=2))
