@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from datetime import date
 from pathlib import Path
 
 
@@ -107,6 +108,7 @@ def main(argv=None) -> int:
         data_text += (" **d8, d10 and d10-tens were trained on renders only** (`python3 -m pi_table.train.render`, "
                       "see docs/renders.md): there are no public labelled photos of real d8/d10 faces. "
                       "d6 was trained on the real photos plus renders.")
+    today = date.today().isoformat()
     common = f"""Command that trained it (CPU, {os.cpu_count()} cores, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
 ```sh
@@ -128,7 +130,10 @@ pip), `nellbyler-d6-tray` the whole die, so IoU >= 0.5 also measures which conve
 
 {accuracy}
 
-## Speed (measured by `pi-table bench`, 640x640 frames, model load excluded, this machine)
+## Speed (measured by `pi-table bench`, 640x640 frames, model load excluded, this machine on {today})
+
+The build machine is shared and its speed changes from day to day (the same model has timed from
+19 ms to 59 ms for 20 dice on different days): compare timings taken on the same day only.
 
 {speed_table}
 
