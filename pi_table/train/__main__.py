@@ -33,7 +33,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train-folders", default="", help="comma-separated data folders to train on (default all); "
                    "for leave-one-folder-out figures")
-    p.add_argument("--det-steps", type=int, default=3000)
+    p.add_argument("--det-steps", type=int, default=6000)
     p.add_argument("--cls-steps", type=int, default=8000)
     p.add_argument("--cls-lr", type=float, default=3e-3, help="classifier's peak learning rate (one-cycle)")
     p.add_argument("--det-from", type=Path, default=None, help="model folder whose detector.onnx is reused instead of "
@@ -366,14 +366,8 @@ def main(argv=None) -> int:
     config["second_look"] = args.second_look
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     if args.threshold is None:
-        # The second look reads again the dice below the threshold in reader.json: choose
-        # again until the threshold it gates on is the one chosen (once or twice).
-        for _ in range(3):
-            before = config["threshold"]
-            config.update(choose_thresholds(args.out, calib_imgs, args.wrong_target))
-            (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
-            if config["threshold"] == before or args.second_look == 1:
-                break
+        config.update(choose_thresholds(args.out, calib_imgs, args.wrong_target))
+        (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     history["thresholds"] = config.get("thresholds", {})
     history["threshold"] = config["threshold"]
     history.update(temperature=temperature, seconds=round(time.time() - started, 1), args={k: str(v) for k, v in vars(args).items()})
@@ -444,8 +438,10 @@ def choose_threshold(models: Path, images, wrong_target: float) -> float:
 
     The expected share is the mean of (1 - confidence) over those dice: the confidence is
     calibrated (temperature fitted first), and a calib split of a few hundred dice is too small
-    to count errors at a 0.3% rate directly. Runs the reader as at run time and scores it with
-    :func:`pi_table.vision.evaluate.score_image`; the counted errors are logged beside it.
+    to count errors at a 0.3% rate directly. Each candidate threshold is scored as it would run:
+    the reader (with ``reader.json``'s second look, which reads again the dice below that same
+    threshold) reads every image and :func:`pi_table.vision.evaluate.score_image` scores it;
+    the counted errors are logged beside the expected ones.
     """
     from pi_table.vision.evaluate import Score, score_image
     from pi_table.vision.reader import DiceReader
@@ -453,12 +449,17 @@ def choose_threshold(models: Path, images, wrong_target: float) -> float:
     if not images:
         return 0.9
     reader = DiceReader(models, threads=0)
-    total = Score()
-    for im in images:
-        total.add(score_image(reader, im))
-    conf = np.array([c for c, _ in total.calibration])
-    right = np.array([r for _, r in total.calibration], bool)
+    reader.thresholds = {}
+    scored = None
     for t in np.round(np.arange(0.5, 0.991, 0.01), 2):
+        if scored is None or reader.second_look > 1:
+            # The second look gates on the threshold, so each candidate reads the images again.
+            reader.threshold = float(t)
+            total = Score()
+            for im in images:
+                total.add(score_image(reader, im))
+            scored = (np.array([c for c, _ in total.calibration]), np.array([r for _, r in total.calibration], bool))
+        conf, right = scored
         ok = conf >= t
         if ok.any() and float(np.mean(1 - conf[ok])) <= wrong_target:
             log(f"threshold {t:.2f}: calib expected wrong at ok {np.mean(1 - conf[ok]):.2%}, counted "
