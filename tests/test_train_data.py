@@ -172,6 +172,28 @@ def test_training_names_a_bad_width_in_one_line(tmp_path, option):
     assert r.returncode == 2 and f"{option} must be above 0, got -1.0" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_numeral_training_names_a_bad_width_in_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    args = [sys.executable, "-m", "pi_table.train.numerals", "--renders", str(tmp_path), "--out", str(tmp_path / "m"),
+            "--width", "0"]
+    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--width must be above 0, got 0.0" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_numeral_right_per_kind_counts_top1_by_kind():
+    from pi_table.train.numerals import right_per_kind
+
+    classes = ["d8:1", "d8:2", "d10:0", "d10-tens:00"]
+    logits = np.array([[5, 0, 0, 0], [5, 0, 0, 0], [0, 0, 5, 0], [0, 0, 5, 0]], np.float32)
+    targets = np.array([0, 1, 2, 3])  # d8 one right one wrong, d10 right, tens read as a d10
+    assert right_per_kind(logits, targets, classes) == {
+        "d8": {"dice": 2, "right": 0.5}, "d10": {"dice": 1, "right": 1.0}, "d10-tens": {"dice": 1, "right": 0.0}}
+
+
 def test_classifier_width_scales_every_layer():
     torch = pytest.importorskip("torch")
     from pi_table.train.nets import ClassifierNet

@@ -144,6 +144,8 @@ def test_cli_read_json_on_a_demo_photo():
     (("eval", "/no/such/dir"), "/no/such/dir"),
     (("eval", str(DEMO)), str(DEMO)),
     (("eval", str(REPO / "tests" / "fixtures"), "--cut-crops", "9"), "9.0"),
+    (("eval", str(DEMO), "--sweep", "0.5,x"), "'x'"),
+    (("eval", str(DEMO), "--sweep", "0.5,1.5"), "1.5"),
 ])
 def test_cli_bad_input_exits_2(args, needle):
     result = cli(*args)
@@ -161,6 +163,30 @@ def test_cli_eval_on_shared_data():
     assert 0 <= s["ece"] <= 1 and s["recall"] > 0.6 and s["read_right"] > 0.6  # a broken-pipeline floor; figures in models/*.md
 
 
+def test_cli_eval_sweep_rescores_the_same_reads():
+    """--sweep at the reader's own threshold gives the report's figures; at 0 nothing is unreadable."""
+    real = need_shared()
+    threshold = json.loads((REPO / "models" / "reader.json").read_text())["threshold"]
+    result = cli("eval", str(real / "nellbyler-d6-tray"), "--json", "--limit", "6", "--threads", "1",
+                 "--sweep", f"0,{threshold},1")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    at0, own, at1 = data["sweep"]["nellbyler-d6-tray"]
+    assert at0["unreadable"] == 0 and at0["read_right"] >= own["read_right"] >= at1["read_right"]
+    s = data["folders"]["nellbyler-d6-tray"]
+    assert (own["read_right"], own["wrong_at_ok"], own["unreadable"]) == (s["read_right"], s["wrong_at_ok"], s["unreadable"])
+
+
+def test_score_at_thresholds_moves_only_the_cut():
+    from pi_table.vision.evaluate import Score
+
+    s = Score(dice=5, calibration=[(0.99, True), (0.9, True), (0.85, False), (0.6, True)])  # one die missed
+    low, mid, high = s.at_thresholds([0.5, 0.88, 0.995])
+    assert low == {"threshold": 0.5, "read_right": 0.6, "wrong_at_ok": 0.25, "unreadable": 0.0}
+    assert mid == {"threshold": 0.88, "read_right": 0.4, "wrong_at_ok": 0.0, "unreadable": 0.5}
+    assert high == {"threshold": 0.995, "read_right": 0.0, "wrong_at_ok": 0.0, "unreadable": 1.0}
+
+
 def test_training_smoke(tmp_path):
     """The training code (renders, numeral model, then photos and renders) runs end to end on a
     few images and its ONNX output loads in the reader."""
@@ -170,11 +196,15 @@ def test_training_smoke(tmp_path):
     renders = tmp_path / "renders"
     steps = [["pi_table.train.render", "--out", str(renders), "--n", "24", "--seed", "3", "--size", "320",
               "--backgrounds", "", "--workers", "1"],
-             ["pi_table.train.numerals", "--renders", str(renders), "--out", str(tmp_path), "--smoke"],
+             ["pi_table.train.numerals", "--renders", str(renders), "--valid", str(renders), "--out", str(tmp_path),
+              "--smoke"],
              ["pi_table.train", "--data", str(real), "--renders", str(renders), "--out", str(tmp_path), "--smoke"]]
     for step in steps:
         result = subprocess.run([sys.executable, "-m", *step], capture_output=True, text=True, timeout=600, cwd=REPO)
         assert result.returncode == 0, result.stderr[-2000:]
+    # --valid scores the numeral model per kind (here on its own renders: a check of the code)
+    scored = json.loads((tmp_path / "numerals-log.json").read_text())["valid_right"]
+    assert set(scored) == {"d8", "d10", "d10-tens"} and all(0 <= v["right"] <= 1 and v["dice"] > 0 for v in scored.values())
     splits = json.loads((tmp_path / "splits.json").read_text())
     valid = splits["folders"]["nellbyler-d6-tray"]["valid"]
     assert len(valid) == 40 and not set(valid) & set(splits["folders"]["nellbyler-d6-tray"]["train"])

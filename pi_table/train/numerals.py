@@ -40,6 +40,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--crop-size", type=int, default=48, help="crop side, pixels")
     p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
     p.add_argument("--augment", type=float, default=0.6, help="strength of the photometric augmentation")
+    p.add_argument("--width", type=float, default=1.0, help="channel multiplier of the net (1: 16-32-64-96)")
+    p.add_argument("--valid", type=Path, action="append", default=[],
+                   help="rendered folders to score the trained model on, per kind, at the labelled boxes "
+                        "(e.g. renders/valid: fonts, palettes and backgrounds training never saw); repeatable")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
     return p.parse_args(argv)
@@ -69,6 +73,31 @@ def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:
     return float(min(grid, key=nll))
 
 
+def numeral_logits(model, images, index: dict, load) -> tuple[np.ndarray, np.ndarray]:
+    """The numeral ``model``'s NxF float32 logits for every numbered die of ``images`` at its
+    labelled box, and N class indices (dice of a class the model lacks are left out)."""
+    z, t = [], []
+    for im in images:
+        dice = [d for d in im.dice if d.kind in NUMBERED]
+        if dice:
+            z.append(model.logits(model.crops(load(im.path), [d.box for d in dice])))
+            t += [index.get(f"{d.kind}:{d.face}", -1) for d in dice]
+    z = np.concatenate(z) if z else np.zeros((0, len(index)), np.float32)
+    t = np.array(t, int)
+    return z[t >= 0], t[t >= 0]
+
+
+def right_per_kind(logits: np.ndarray, targets: np.ndarray, classes: list[str]) -> dict:
+    """``{kind: {"dice": n, "right": share of top-1 right}}`` for NxF ``logits`` and N ``targets``."""
+    out = {}
+    kinds = np.array([classes[i].split(":")[0] for i in targets]) if len(targets) else np.zeros(0, str)
+    for kind in NUMBERED:
+        sel = kinds == kind
+        if sel.any():
+            out[kind] = {"dice": int(sel.sum()), "right": float(np.mean(logits[sel].argmax(axis=1) == targets[sel]))}
+    return out
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
@@ -79,7 +108,11 @@ def main(argv=None) -> int:
     from pi_table.vision.dice import class_key
     from pi_table.vision.reader import Classifier
 
+    if args.width <= 0:
+        print(f"error: --width must be above 0, got {args.width}", file=sys.stderr)
+        return 2
     images = load_folders(args.renders, "--renders", folder_name="renders")
+    valid = load_folders(args.valid, "--valid", folder_name="renders") if args.valid else []
     rng, started = start(args)
     train = [im for im in images if not is_calib(im.path.name)]
     calib = [im for im in images if is_calib(im.path.name)]
@@ -104,7 +137,7 @@ def main(argv=None) -> int:
     def batch_of(crops) -> torch.Tensor:
         return torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
 
-    net = NumeralNet(len(classes), crop_size=args.crop_size)
+    net = NumeralNet(len(classes), width=args.width, crop_size=args.crop_size)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
     net.train()
@@ -124,18 +157,16 @@ def main(argv=None) -> int:
 
     # ---- temperature and accuracy on the held-out renders, through the runtime classifier
     model = Classifier(path, classes, 1.0, args.crop_size, args.margin, threads=args.threads)
-    z, t = [], []
-    for im in calib:
-        dice = [d for d in im.dice if d.kind in NUMBERED]
-        if dice:
-            z.append(model.logits(model.crops(image_of(im), [d.box for d in dice])))
-            t += [index.get(f"{d.kind}:{d.face}", -1) for d in dice]
-    z = np.concatenate(z) if z else np.zeros((0, len(classes)), np.float32)
-    t = np.array(t, int)
-    z, t = z[t >= 0], t[t >= 0]
+    z, t = numeral_logits(model, calib, index, D.load_rgb)
     temperature = fit_temperature(z, t)
     right = float(np.mean(z.argmax(axis=1) == t)) if len(t) else 0.0
     log(f"numerals: calib renders {len(t)} dice, read right {right:.1%}, temperature {temperature:.3f}")
+    valid_right = {}
+    if valid:
+        zv, tv = numeral_logits(model, valid, index, D.load_rgb)
+        valid_right = right_per_kind(zv, tv, classes)
+        log("numerals: --valid renders, read right at the labelled box: "
+            + ", ".join(f"{k} {v['right']:.1%} of {v['dice']}" for k, v in valid_right.items()))
     settings = {"file": path.name, "classes": classes, "temperature": temperature,
                 "crop_size": args.crop_size, "margin": args.margin}
     (args.out / "numerals.json").write_text(json.dumps(settings, indent=1) + "\n")
@@ -145,7 +176,7 @@ def main(argv=None) -> int:
         config["numerals"] = settings
         reader_json.write_text(json.dumps(config, indent=1) + "\n")
     log_entry = {"classes": classes, "loss": [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)],
-                 "calib_dice": int(len(t)), "calib_right": right, "temperature": temperature,
+                 "calib_dice": int(len(t)), "calib_right": right, "valid_right": valid_right, "temperature": temperature,
                  "seconds": round(time.time() - started, 1), "args": {k: str(v) for k, v in vars(args).items()}}
     (args.out / "numerals-log.json").write_text(json.dumps(log_entry, indent=1) + "\n")
     log(f"numerals done in {time.time() - started:.0f} s; {path}")

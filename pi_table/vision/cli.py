@@ -22,6 +22,22 @@ def parse_kinds(text: str | None) -> tuple[str, ...] | None:
     return kinds
 
 
+def parse_thresholds(text: str | None) -> tuple[float, ...]:
+    """``"0.5,0.9"`` -> (0.5, 0.9); None -> (). ValueError naming a value that is no number in 0..1."""
+    if text is None:
+        return ()
+    out = []
+    for part in text.split(","):
+        try:
+            t = float(part)
+        except ValueError:
+            raise ValueError(f"--sweep: {part.strip()!r} is not a number") from None
+        if not 0 <= t <= 1:
+            raise ValueError(f"--sweep: threshold {t} is not in 0..1")
+        out.append(t)
+    return tuple(out)
+
+
 def register(sub) -> None:
     """Add ``read``, ``eval`` and ``bench`` to the ``pi-table`` parser."""
     p = sub.add_parser("read", help="read the dice in still images")
@@ -42,6 +58,8 @@ def register(sub) -> None:
                    "photos, each MARGIN times its box (1.0 tight, 1.8 loose)")
     p.add_argument("--held-out", action="store_true", help="only images the shipped model never trained on (models/splits.json)")
     p.add_argument("--limit", type=int, help="score only the first N images")
+    p.add_argument("--sweep", metavar="T,T,...", help="also score the same reads with unreadable cut at each of "
+                   "these thresholds (0..1), e.g. 0.5,0.8,0.9,0.95,0.98")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
     p.add_argument("--threads", type=int, default=0)
     p.set_defaults(func=_eval)
@@ -91,13 +109,16 @@ def _eval(args) -> int:
         raise FileNotFoundError(f"no such folder: {folder}")
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be >= 1, got {args.limit}")
+    sweep = parse_thresholds(args.sweep)
+    if sweep and (args.crop or args.cut_crops is not None):
+        raise ValueError("--sweep scores photos; it does not go with --crop or --cut-crops")
     reader = _reader(args)
     if args.crop:
         result = evaluate_crops(reader, folder, kinds)
     elif args.cut_crops is not None:
         result = evaluate_cut_crops(reader, folder, args.cut_crops, kinds, held_out=args.held_out, limit=args.limit)
     else:
-        result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit)
+        result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep)
     result["models"] = str(reader.models)
     result["held_out"] = bool(args.held_out)
     if args.json:

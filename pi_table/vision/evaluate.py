@@ -81,6 +81,25 @@ class Score:
                 total += sel.sum() / len(conf) * abs(conf[sel].mean() - right[sel].mean())
         return float(total)
 
+    def at_thresholds(self, thresholds) -> list[dict]:
+        """What the same reads would score were ``unreadable`` cut at each of ``thresholds``
+        (0..1): per threshold, the share of labelled dice read right, the share of dice
+        reported ``ok`` that are wrong, and the share of found dice ``unreadable``.
+
+        Only the cut moves: the reads are those the reader made at its own threshold (its second
+        look ran on the dice below ``reader.json``'s threshold). A risk-coverage curve (Geifman
+        and El-Yaniv 2017, "Selective classification for deep neural networks").
+        """
+        conf = np.array([c for c, _ in self.calibration], float)
+        right = np.array([r for _, r in self.calibration], bool)
+        rows = []
+        for t in thresholds:
+            ok = conf >= t
+            rows.append({"threshold": float(t), "read_right": _rate(int((right & ok).sum()), self.dice),
+                         "wrong_at_ok": _rate(int((~right & ok).sum()), int(ok.sum())),
+                         "unreadable": _rate(int((~ok).sum()), len(conf))})
+        return rows
+
     def to_json(self) -> dict:
         ok = self.right + self.wrong_ok
         return {
@@ -166,10 +185,12 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
     return images[:limit] if limit else images
 
 
-def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None) -> dict:
+def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None,
+             sweep=()) -> dict:
     """Score every labelled image under ``root``; ``held_out`` keeps only the valid split.
 
-    Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json()}``.
+    Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json()}``, and with
+    thresholds in ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` (``all`` too).
 
     Raises:
         FileNotFoundError / ValueError: no such folder, no labelled images (names the path).
@@ -180,7 +201,10 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
         s = score_image(reader, labelled, kinds)
         per_folder[labelled.folder].add(s)
         total.add(s)
-    return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
+    result = {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
+    if len(sweep):
+        result["sweep"] = {k: v.at_thresholds(sweep) for k, v in [*sorted(per_folder.items()), ("all", total)]}
+    return result
 
 
 def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None, held_out: bool = False,
@@ -239,6 +263,15 @@ def format_report(result: dict) -> str:
                      f"{s['read_right_centre']:>9.2%} {s['recall_centre']:>9.2%}")
     lines.append("(c): a labelled die counts as found when its box centre lies inside a detection, whatever "
                  "the overlap (labels box a die's pips or its whole top)")
+    if "sweep" in result:
+        lines.append("\nthreshold sweep (the same reads, unreadable cut at each threshold)")
+        lines.append(f"{'folder':34} {'threshold':>9} {'right':>8} {'wrong@ok':>9} {'unread.':>8}")
+        for name, sweep in result["sweep"].items():
+            if name == "all" and len(result["sweep"]) == 2:
+                continue  # one folder: all is the same
+            for row in sweep:
+                lines.append(f"{name:34} {row['threshold']:>9.2f} {row['read_right']:>8.2%} {row['wrong_at_ok']:>9.2%} "
+                             f"{row['unreadable']:>8.2%}")
     for name, s in rows[:-1] if len(rows) > 1 else rows:
         pairs: dict[tuple[str, str], int] = {}
         for k, v in s["confusion"].items():
