@@ -215,6 +215,15 @@ def test_training_smoke(tmp_path):
     image = load_image(sorted(DEMO.glob("*.jpg"))[0])
     reading = trained.read(image)
     assert reading.width == 640
+    # second look on the numeral model: an unsure numeral is the mean of its view and three quarter turns
+    boxes = [(100, 100, 160, 160), (300, 300, 340, 350)]
+    trained.thresholds = {k: 1.01 for k in ("d8", "d10", "d10-tens")}  # every numeral unsure
+    crops = trained.numerals.crops(image, boxes)
+    views = [trained.numerals.logits(np.ascontiguousarray(np.rot90(crops, k, axes=(2, 3)))) for k in range(4)]
+    trained.second_look = 4
+    assert np.allclose(trained._numeral_logits(image, boxes), np.mean(views, axis=0), atol=1e-5)
+    trained.second_look = 1
+    assert np.allclose(trained._numeral_logits(image, boxes), views[0], atol=1e-6)
     _, p = trained.classify(image, [(100, 100, 160, 160), (300, 300, 340, 350)], kinds=("d8", "d10"))
     assert np.allclose(p.sum(axis=1), 1, atol=1e-5)
     assert all(p[:, trained.classes.index(c)].max() == 0 for c in trained.classes if c.startswith("d6:"))
