@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pi_table.vision.dice import Die, Reading
@@ -53,3 +54,26 @@ def mock_pins():
     yield Device.pin_factory
     Device.pin_factory.reset()
     Device.pin_factory = old
+
+
+def pip_radius(n: int, side: int) -> int:
+    """Pip radius in pixels on a die ``side`` pixels across: a one's pip is larger (as on matteop65's dice)."""
+    return side // 7 if n == 1 else side // 12
+
+
+def drawn_die_scene(pips, die=(60, 50, 130, 120), size=200, seed=0):
+    """A light wooden-ish desk with one white die (its box ``die``) whose pips are at ``pips``
+    (centres in die sides, 0..1), shaded a little darker towards its lower edge."""
+    import cv2
+
+    rng = np.random.default_rng(seed)
+    image = np.empty((size, size, 3), np.uint8)
+    image[:] = (150, 185, 205)
+    image = np.clip(image + rng.normal(0, 6, image.shape), 0, 255).astype(np.uint8)
+    x0, y0, x1, y1 = die
+    image[y0:y1, x0:x1] = np.linspace(248, 225, y1 - y0)[:, None, None]
+    side = x1 - x0
+    r = pip_radius(len(pips), side)
+    for px, py in pips:
+        cv2.circle(image, (int(x0 + px * side), int(y0 + py * side)), r, (20, 20, 20), -1)
+    return image

@@ -11,6 +11,7 @@ import pytest
 from pi_table.train import data as D
 from pi_table.vision.dataset import LabelledDie, LabelledImage
 from pi_table.vision.reader import Classifier, iou
+from tests.conftest import drawn_die_scene, pip_radius
 
 
 def white_box_image(box, size=200) -> np.ndarray:
@@ -214,3 +215,53 @@ def test_detector_width_scales_the_backbone():
     assert DetectorNet().s32[0][0].out_channels == 80 and DetectorNet(width=1.5).s32[0][0].out_channels == 120
     heat, size, offset = DetectorNet(width=1.5).eval()(torch.zeros(1, 3, 64, 96))
     assert heat.shape == (1, 1, 16, 24) and size.shape == offset.shape == (1, 2, 16, 24)
+
+
+@pytest.mark.parametrize("face,pips", [("1", [(0.5, 0.5)]), ("2", [(0.25, 0.25), (0.75, 0.75)]),
+                                       ("5", [(0.25, 0.25), (0.75, 0.25), (0.5, 0.5), (0.25, 0.75), (0.75, 0.75)])])
+def test_a_pip_box_grows_to_its_die(face, pips):
+    """matteop65 boxes pips (a one: its single pip); grow_pip_box finds the whole die round them."""
+    from pi_table.vision.dataset import grow_pip_box
+
+    die = (60, 50, 130, 120)
+    image = drawn_die_scene(pips, die)
+    side, r = 70, pip_radius(len(pips), 70)
+    xs = [die[0] + px * side for px, _ in pips]
+    ys = [die[1] + py * side for _, py in pips]
+    pip_box = (min(xs) - r, min(ys) - r, max(xs) + r, max(ys) + r)
+    grown = grow_pip_box(image, LabelledDie("d6", face, pip_box))
+    assert grown is not None
+    assert iou(grown, die) > 0.85, (grown, die)
+    assert iou(pip_box, die) < 0.6  # the label alone would not match the die
+
+
+def test_with_die_boxes_grows_only_folders_that_box_pips(tmp_path):
+    from pi_table.vision.dataset import boxes_pips, with_die_boxes
+
+    path = tmp_path / "d.png"
+    cv2.imwrite(str(path), drawn_die_scene([(0.5, 0.5)]))
+    pip = LabelledDie("d6", "1", (85, 75, 105, 95))
+    desk = LabelledImage(path, 200, 200, (pip,), "matteop65-d6-desk/Train")
+    tray = LabelledImage(path, 200, 200, (pip,), "nellbyler-d6-tray")
+    assert boxes_pips("matteop65-d6-desk/Valid") and not boxes_pips("nellbyler-d6-tray")
+    assert with_die_boxes(tray) == tray
+    grown = with_die_boxes(desk)
+    assert grown.dice[0].face == "1" and iou(grown.dice[0].box, (60, 50, 130, 120)) > 0.85
+
+
+def test_set_cross_entropy_is_cross_entropy_for_one_class_and_a_sum_for_a_set():
+    """One allowed class: torch's label-smoothed cross-entropy; a set (a rendered d6, face not
+    trusted): -log of the set's summed probability."""
+    import torch
+
+    from pi_table.train.__main__ import allowed_classes, set_cross_entropy
+
+    classes = ["d6:1", "d6:2", "d6:3", "d8:*", "none"]
+    logits = torch.tensor([[2.0, 0.5, -1.0, 0.3, 0.0], [0.1, 0.2, 0.3, 2.0, -1.0]])
+    one = torch.from_numpy(np.stack([allowed_classes(classes, "d6:2"), allowed_classes(classes, "d8:*")]))
+    expected = torch.nn.functional.cross_entropy(logits, torch.tensor([1, 3]), label_smoothing=0.1)
+    assert torch.allclose(set_cross_entropy(logits, one, 0.1), expected)
+    kind = torch.from_numpy(allowed_classes(classes, "d6:2", kind_only=True)[None])
+    assert kind.tolist() == [[True, True, True, False, False]]
+    p = torch.softmax(logits[:1], dim=1)
+    assert torch.allclose(set_cross_entropy(logits[:1], kind, 0.0), -torch.log(p[0, :3].sum()))

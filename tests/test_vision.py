@@ -13,7 +13,7 @@ import pytest
 from pi_table.vision import DiceReader, crop_die, load_image
 from pi_table.vision.dataset import load_crops, load_yolo, parse_crop_label
 from pi_table.vision.reader import decode, reading_order
-from tests.conftest import REPO, need_shared
+from tests.conftest import REPO, drawn_die_scene, need_shared
 
 DEMO = REPO / "pi_table" / "demo"
 
@@ -386,3 +386,31 @@ def test_bench_times_the_second_looks_worst_case(tmp_path):
     assert [(r["dice"], r["all_unsure"]) for r in rows] == [(1, False), (5, False), (5, True)]
     assert rows[-1]["unsure"] == rows[-1]["found"] >= 4  # all read at the threshold above 1
     assert "all" in format_rows(rows).splitlines()[3]
+
+
+def test_eval_grows_pip_labels_to_die_boxes(tmp_path):
+    """A folder that labels pips (matteop65's): a reader that boxes the whole die matches the grown
+    label at IoU >= 0.5; scored against the labels as they are (--boxes as-labelled) it does not."""
+    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.evaluate import evaluate
+
+    folder = tmp_path / "matteop65-d6-desk" / "Valid"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.png"), drawn_die_scene([(0.5, 0.5)]))
+    (folder / "labels" / "a.txt").write_text("0 0.475 0.425 0.1 0.1\n")  # the one's pip, 20 px
+
+    class WholeDie:
+        threshold = 0.9
+        models = tmp_path
+
+        def threshold_for(self, kind):
+            return self.threshold
+
+        def read(self, image, name="", kinds=None, threshold=None):
+            return Reading(name, 200, 200, 1.0, (Die("d6", "1", 1, (61, 51, 129, 119), 0.99, "ok"),))
+
+    grown = evaluate(WholeDie(), tmp_path / "matteop65-d6-desk")["all"]
+    as_labelled = evaluate(WholeDie(), tmp_path / "matteop65-d6-desk", die_boxes=False)["all"]
+    assert grown["read_right"] == 1 and grown["counts"]["false_dice"] == 0
+    assert as_labelled["read_right"] == 0 and as_labelled["read_right_centre"] == 1

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.train.numerals import NUMBERED, fit_temperature, is_calib
+from pi_table.vision.dataset import boxes_pips, with_die_boxes
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -54,18 +55,28 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "split's dice reported ok are expected (from their calibrated confidence) to be read wrong at most this share")
     p.add_argument("--cls-augment", type=float, default=0.6, help="strength of the crops' photometric augmentation")
     p.add_argument("--paste", type=float, default=0.4, help="share of samples whose dice are pasted onto a new surface")
-    p.add_argument("--paste-from", default="nellbyler-d6-tray", help="comma-separated data folders whose dice are "
-                   "pasted (their boxes must cover the whole die: matteop65's box only the pips)")
+    p.add_argument("--paste-from", default="nellbyler-d6-tray,matteop65-d6-desk", help="comma-separated data folders "
+                   "whose dice are pasted onto new surfaces (their boxes must cover the whole die: see --pip-boxes)")
+    p.add_argument("--pip-boxes", choices=("grow", "keep"), default="grow", help="labels of folders that box a die's "
+                   "pips (pi_table.vision.dataset.PIP_BOX_FOLDERS: matteop65's) are grown to the whole die by GrabCut "
+                   "(grow), or trained on as labelled (keep)")
     p.add_argument("--box-weight", type=float, default=1.0, help="weight of the classifier's box-refinement loss")
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
     p.add_argument("--second-look", type=int, default=4, choices=(1, 2, 4), help="views averaged for a die below the "
                    "threshold at run time (reader.json; 1 for none): its crop turned by quarter turns")
-    p.add_argument("--cls-render-kinds", default="d8,d10,d10-tens", help="comma-separated kinds whose rendered dice the "
-                   "classifier trains on; the detector trains on every rendered die (default: d6 faces from the photos only, "
-                   "as renders of d6 made the real d6 read worse)")
+    p.add_argument("--cls-render-kinds", default="d6,d8,d10,d10-tens", help="comma-separated kinds whose rendered dice the "
+                   "classifier trains on; the detector trains on every rendered die")
+    p.add_argument("--render-d6-faces", action="store_true", help="train the classifier on rendered d6 faces too; by "
+                   "default a rendered d6 only teaches 'a d6, some face' (its loss is -log of the d6 faces' summed "
+                   "probability), so the d6 faces are learnt from the photos alone (renders' d6 faces made the real d6 "
+                   "read worse) while a render's look is no cue for a numbered die")
+    p.add_argument("--label-smoothing", type=float, default=0.02, help="the classifier's label smoothing (0..0.5)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
+    if not 0 <= args.label_smoothing <= 0.5:
+        print(f"error: --label-smoothing must be 0..0.5, got {args.label_smoothing}", file=sys.stderr)
+        raise SystemExit(2)
     for option in ("det_width", "cls_width"):
         if not getattr(args, option) > 0:
             print(f"error: --{option.replace('_', '-')} must be above 0, got {getattr(args, option)}", file=sys.stderr)
@@ -96,6 +107,30 @@ def main_label(die) -> str:
     from pi_table.vision.reader import shape_class
 
     return shape_class(die.kind) if die.kind in NUMBERED else f"{die.kind}:{die.face}"
+
+
+def allowed_classes(classes: list[str], label: str, kind_only: bool = False) -> np.ndarray:
+    """Boolean C-vector of the classes a training target accepts: ``label`` alone, or with
+    ``kind_only`` every class of its kind (a rendered d6: "a d6, some face")."""
+    if kind_only:
+        kind = label.split(":")[0]
+        return np.array([c.split(":")[0] == kind for c in classes])
+    return np.array([c == label for c in classes])
+
+
+def set_cross_entropy(logits, allowed, smoothing: float):
+    """Mean of -log P(target set) over a batch, label-smoothed: (1 - e) (-log sum of the
+    allowed classes' probabilities) + e (mean over classes of -log p). With one allowed class
+    per row this is ``torch.nn.functional.cross_entropy(..., label_smoothing=e)``.
+
+    Args:
+        logits: BxC float tensor; allowed: BxC bool tensor, at least one True per row.
+    """
+    import torch
+
+    logp = torch.log_softmax(logits, dim=1)
+    nll = -torch.logsumexp(logp.masked_fill(~allowed, float("-inf")), dim=1)
+    return ((1 - smoothing) * nll - smoothing * logp.mean(dim=1)).mean()
 
 
 def log(msg: str) -> None:
@@ -170,6 +205,13 @@ def main(argv=None) -> int:
         train_imgs = [im for f in trained for im in splits[f]["train"][:3]]
         calib_imgs, render_images, render_calib = calib_imgs[:3], render_images[:6], render_calib[:2]
         args.det_steps, args.cls_steps, args.det_batch, args.cls_batch = 4, 4, 2, 16
+    if args.pip_boxes == "grow":
+        # matteop65 boxes a die's pips (a one's box is its pip): grow them to the die (GrabCut), as
+        # every other source boxes dice; trained on pip boxes the detector finds lone pips as dice.
+        t0 = time.time()
+        train_imgs = [with_die_boxes(im) for im in train_imgs]
+        calib_imgs = [with_die_boxes(im) for im in calib_imgs]
+        log(f"pip boxes grown to die boxes in {time.time() - t0:.0f} s")
     (args.out / "splits.json").write_text(json.dumps({
         "seed": args.seed,
         "trained_on": [f for f in trained if splits[f]["train"]] + (["renders"] if render_images else []),
@@ -182,7 +224,6 @@ def main(argv=None) -> int:
     cls_kinds = {k.strip() for k in args.cls_render_kinds.split(",") if k.strip()}
     dice_pool = [(im, d) for im in train_imgs + render_images for d in im.dice if im.folder != "renders" or d.kind in cls_kinds]
     classes = sorted({main_label(d) for _, d in dice_pool}, key=class_key) + ["none"]
-    index = {c: i for i, c in enumerate(classes)}
 
     cache: dict[Path, np.ndarray] = {}
 
@@ -204,7 +245,9 @@ def main(argv=None) -> int:
 
     weights = sample_weights(pool)
     history: dict = {"classes": classes}
-    photo_dice = [(im, d) for im in train_imgs if under(im.folder, paste_from) for d in im.dice]  # copy-paste draws from these
+    # copy-paste draws from these: dice boxed whole (pip boxes only once grown)
+    photo_dice = [(im, d) for im in train_imgs if under(im.folder, paste_from)
+                  and (args.pip_boxes == "grow" or not boxes_pips(im.folder)) for d in im.dice]
     paste_folders = {im.folder for im, _ in photo_dice}
     if not photo_dice:
         args.paste = 0.0
@@ -315,7 +358,8 @@ def main(argv=None) -> int:
             else:
                 c = D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin)
             crops.append(D.photometric(c.image, rng, args.cls_augment))
-            targets.append(index[main_label(d)])
+            targets.append(allowed_classes(classes, main_label(d), kind_only=im.folder == "renders"
+                                           and d.kind not in NUMBERED and not args.render_d6_faces))
             boxes.append(c.box), known.append(c.box_known)
         while len(crops) < args.cls_batch:
             r = rng.random()  # negatives: 35% mined, then pasted (--paste of the rest), then photo background
@@ -329,12 +373,12 @@ def main(argv=None) -> int:
                 neg = D.negative_crop(image_of(im), boxes_of(im), rng, args.crop_size, args.margin)
             if neg is not None:
                 crops.append(D.photometric(neg, rng, args.cls_augment))
-                targets.append(index["none"])
+                targets.append(allowed_classes(classes, "none"))
                 boxes.append(np.zeros(4, np.float32)), known.append(False)
         x = torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
-        y = torch.tensor(targets)
+        y = torch.from_numpy(np.stack(targets))
         logits, box = cls(x)
-        loss = torch.nn.functional.cross_entropy(logits, y, label_smoothing=0.02)
+        loss = set_cross_entropy(logits, y, args.label_smoothing)
         mask = torch.tensor(known, dtype=torch.float32)[:, None]
         l_box = (torch.nn.functional.smooth_l1_loss(box, torch.from_numpy(np.stack(boxes)), reduction="none", beta=0.05)
                  * mask).sum() / mask.sum().clamp(min=1)

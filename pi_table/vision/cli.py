@@ -60,6 +60,9 @@ def register(sub) -> None:
     p.add_argument("--limit", type=int, help="score only the first N images")
     p.add_argument("--sweep", metavar="T,T,...", help="also score the same reads with unreadable cut at each of "
                    "these thresholds (0..1), e.g. 0.5,0.8,0.9,0.95,0.98")
+    p.add_argument("--boxes", choices=("die", "as-labelled"), default="die", help="die: the labels of folders that box "
+                   "a die's pips (matteop65's) are grown to the whole die before matching, as the reader boxes dice "
+                   "(default); as-labelled: match the label boxes as they are")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
     p.add_argument("--threads", type=int, default=0)
     p.set_defaults(func=_eval)
@@ -116,10 +119,13 @@ def _eval(args) -> int:
     if args.crop:
         result = evaluate_crops(reader, folder, kinds)
     elif args.cut_crops is not None:
-        result = evaluate_cut_crops(reader, folder, args.cut_crops, kinds, held_out=args.held_out, limit=args.limit)
+        result = evaluate_cut_crops(reader, folder, args.cut_crops, kinds, held_out=args.held_out, limit=args.limit,
+                                    die_boxes=args.boxes == "die")
     else:
-        result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep)
+        result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,
+                          die_boxes=args.boxes == "die")
     result["models"] = str(reader.models)
+    result["boxes"] = args.boxes
     result["held_out"] = bool(args.held_out)
     if args.json:
         print(json.dumps(result))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.vision.dataset import LabelledImage, load_crops, load_yolo
+from pi_table.vision.dataset import LabelledImage, load_crops, load_yolo, with_die_boxes
 from pi_table.vision.reader import DiceReader, crop_die, iou, load_image
 
 
@@ -168,8 +168,11 @@ def held_out_names(models: Path) -> dict[str, set[str]] | None:
     return {folder: set(s.get("valid", [])) for folder, s in splits["folders"].items()}
 
 
-def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limit: int | None = None) -> list[LabelledImage]:
+def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limit: int | None = None,
+                    die_boxes: bool = True) -> list[LabelledImage]:
     """The labelled images under ``root`` to score; ``held_out`` keeps only the reader's valid split.
+    With ``die_boxes`` the boxes of folders that label pips (matteop65's) are grown to the whole
+    die first (:func:`pi_table.vision.dataset.with_die_boxes`), as the reader boxes dice.
 
     Raises:
         FileNotFoundError / ValueError: no such folder, no labelled images (names the path).
@@ -182,12 +185,14 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
         images = [im for im in images if im.path.name in names.get(im.folder, set())]
         if not images:
             raise ValueError(f"no held-out images of the shipped model under {root}")
-    return images[:limit] if limit else images
+    images = images[:limit] if limit else images
+    return [with_die_boxes(im) for im in images] if die_boxes else images
 
 
 def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None,
-             sweep=()) -> dict:
-    """Score every labelled image under ``root``; ``held_out`` keeps only the valid split.
+             sweep=(), die_boxes: bool = True) -> dict:
+    """Score every labelled image under ``root``; ``held_out`` keeps only the valid split;
+    ``die_boxes`` as in :func:`labelled_images` (False: the boxes as labelled).
 
     Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json()}``, and with
     thresholds in ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` (``all`` too).
@@ -197,7 +202,7 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
     """
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
-    for labelled in labelled_images(reader, root, held_out, limit):
+    for labelled in labelled_images(reader, root, held_out, limit, die_boxes):
         s = score_image(reader, labelled, kinds)
         per_folder[labelled.folder].add(s)
         total.add(s)
@@ -208,7 +213,7 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
 
 
 def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None, held_out: bool = False,
-                       limit: int | None = None) -> dict:
+                       limit: int | None = None, die_boxes: bool = True) -> dict:
     """Score ``read --crop`` on crops cut from labelled photos: each die as a square ``margin``
     times its box's long side, at the photo's resolution (1.0 tight, 1.8 loose framing).
 
@@ -218,7 +223,7 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
         raise ValueError(f"--cut-crops margin must be 0.5..4, got {margin}")
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
-    for labelled in labelled_images(reader, root, held_out, limit):
+    for labelled in labelled_images(reader, root, held_out, limit, die_boxes):
         image = load_image(labelled.path)
         for die in labelled.dice:
             x0, y0, x1, y1 = die.box
@@ -261,8 +266,10 @@ def format_report(result: dict) -> str:
                      f"{s['precision']:>8.2%} {s['wrong_at_ok']:>9.2%} {s['unreadable']:>8.2%} "
                      f"{s['false_dice_per_100_images']:>9.2f} {s['ece']:>6.3f} {s['median_ms'] or 0:>6.1f} "
                      f"{s['read_right_centre']:>9.2%} {s['recall_centre']:>9.2%}")
-    lines.append("(c): a labelled die counts as found when its box centre lies inside a detection, whatever "
-                 "the overlap (labels box a die's pips or its whole top)")
+    lines.append("(c): a labelled die counts as found when its box centre lies inside a detection, whatever the overlap")
+    if result.get("boxes", "die") == "die":
+        lines.append("boxes: the labels of folders that box a die's pips (matteop65's) are grown to the whole die "
+                     "(GrabCut) before matching; --boxes as-labelled matches them as they are")
     if "sweep" in result:
         lines.append("\nthreshold sweep (the same reads, unreadable cut at each threshold)")
         lines.append(f"{'folder':34} {'threshold':>9} {'right':>8} {'wrong@ok':>9} {'unread.':>8}")
