@@ -173,16 +173,18 @@ def test_training_names_a_bad_width_in_one_line(tmp_path, option):
     assert r.returncode == 2 and f"{option} must be above 0, got -1.0" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_numeral_training_names_a_bad_width_in_one_line(tmp_path):
+@pytest.mark.parametrize("channels", ["24,48,96", "24,48,0,160", "a,b,c,d"])
+def test_numeral_training_names_bad_channels_in_one_line(tmp_path, channels):
     import subprocess
     import sys
 
     from tests.conftest import REPO
 
     args = [sys.executable, "-m", "pi_table.train.numerals", "--renders", str(tmp_path), "--out", str(tmp_path / "m"),
-            "--width", "0"]
+            "--channels", channels]
     r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "--width must be above 0, got 0.0" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and f"--channels must be four positive integers, got {channels!r}" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_numeral_right_per_kind_counts_top1_by_kind():
@@ -265,3 +267,21 @@ def test_set_cross_entropy_is_cross_entropy_for_one_class_and_a_sum_for_a_set():
     assert kind.tolist() == [[True, True, True, False, False]]
     p = torch.softmax(logits[:1], dim=1)
     assert torch.allclose(set_cross_entropy(logits[:1], kind, 0.0), -torch.log(p[0, :3].sum()))
+
+
+def test_crop_bank_samples_the_die_turned_and_framed_as_the_reader_cuts_it(tmp_path):
+    """A white square die cut once at twice its box, sampled without jitter: the die fills
+    1/margin of the crop, centred, whatever the angle (a square turned by 45 degrees is wider)."""
+    path = tmp_path / "d.png"
+    cv2.imwrite(str(path), white_box_image((80, 70, 120, 110)))
+    im = LabelledImage(path, 200, 200, (LabelledDie("d8", "3", (80, 70, 120, 110)),), "renders")
+    bank = D.CropBank.cut([im], lambda d: d.kind == "d8", side=96, margin=2.0)
+    assert bank.crops.shape == (1, 96, 96, 3) and bank.labels == ["d8:3"]
+    rng = np.random.default_rng(0)
+    widths = []
+    for _ in range(40):
+        crop = bank.sample(0, rng, size=64, margin=1.25, jitter=0)
+        ys, xs = np.nonzero(crop[:, :, 0] > 127)
+        assert abs((xs.min() + xs.max()) / 2 - 31.5) <= 2 and abs((ys.min() + ys.max()) / 2 - 31.5) <= 2
+        widths.append(xs.max() - xs.min() + 1)
+    assert 49 <= min(widths) <= 53 and max(widths) > 64 * 0.95  # 64 / 1.25 = 51 px; turned 45 degrees, 72 px (cut)

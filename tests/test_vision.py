@@ -414,3 +414,35 @@ def test_eval_grows_pip_labels_to_die_boxes(tmp_path):
     as_labelled = evaluate(WholeDie(), tmp_path / "matteop65-d6-desk", die_boxes=False)["all"]
     assert grown["read_right"] == 1 and grown["counts"]["false_dice"] == 0
     assert as_labelled["read_right"] == 0 and as_labelled["read_right_centre"] == 1
+
+
+def test_scores_are_kept_per_die_kind(tmp_path):
+    """A labelled die counts for its kind, a detection (and a false die) for the kind read."""
+    from pi_table.vision.dataset import LabelledDie, LabelledImage
+    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.evaluate import format_report, score_image
+
+    path = tmp_path / "r.png"
+    cv2.imwrite(str(path), np.zeros((100, 100, 3), np.uint8))
+
+    class Fake:
+        threshold = 0.9
+
+        def threshold_for(self, kind):
+            return self.threshold
+
+        def read(self, image, name="", kinds=None, threshold=None):
+            return Reading(name, 100, 100, 1.0, (Die("d8", "7", 7, (10, 10, 30, 30), 0.99, "ok"),
+                                                Die("d6", "2", 2, (70, 70, 90, 90), 0.95, "ok")))
+
+    labelled = LabelledImage(path, 100, 100, (LabelledDie("d8", "7", (11, 10, 30, 31)),
+                                              LabelledDie("d10", "0", (40, 40, 60, 60))), "renders")
+    s = score_image(Fake(), labelled).to_json()
+    assert (s["images"], s["dice"], s["counts"]["right"], s["counts"]["false_dice"]) == (1, 2, 1, 1)
+    kinds = s["kinds"]
+    assert list(kinds) == ["d6", "d8", "d10"]
+    assert kinds["d8"]["read_right"] == 1 and kinds["d8"]["counts"]["false_dice"] == 0
+    assert kinds["d10"]["dice"] == 1 and kinds["d10"]["recall"] == 0 and kinds["d10"]["confusion"] == {"d10:0->-": 1}
+    assert kinds["d6"]["dice"] == 0 and kinds["d6"]["counts"]["false_dice"] == 1
+    report = format_report({"folders": {"renders": s}, "all": s})
+    assert "\n  d10 " in report and "\n  d8 " in report

@@ -34,22 +34,29 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--renders", type=Path, action="append", required=True, help="rendered folders; repeatable")
     p.add_argument("--out", type=Path, required=True, help="model folder to write into")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=6000)
-    p.add_argument("--batch", type=int, default=64)
-    p.add_argument("--lr", type=float, default=1e-3, help="peak learning rate (one-cycle)")
-    p.add_argument("--crop-size", type=int, default=48, help="crop side, pixels")
-    # Width 2 and a tighter crop (1.15) measured best in 1500-step runs on renders/valid (held-out
-    # fonts, palettes, backgrounds): d8/d10/tens read right 36/30/11% at 48 px, 1.3, width 1;
-    # 48/37/17% at 64 px, 1.0; 67/52/22% at 64 px, 1.15, width 1.5; 69/58/22% at 48 px, 1.15, width 2.
+    p.add_argument("--steps", type=int, default=8000)
+    p.add_argument("--batch", type=int, default=96)
+    p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (one-cycle)")
+    p.add_argument("--crop-size", type=int, default=64, help="crop side, pixels")
     p.add_argument("--margin", type=float, default=1.15, help="crop side / box long side")
     p.add_argument("--augment", type=float, default=0.6, help="strength of the photometric augmentation")
-    p.add_argument("--width", type=float, default=2.0, help="channel multiplier of the net (1: 16-32-64-96)")
+    p.add_argument("--channels", default="32,64,128,192", help="channels of the net's four stages (comma-separated)")
+    p.add_argument("--grey-only", action="store_true", help="the net sees grey and high-pass only, not the colours")
     p.add_argument("--valid", type=Path, action="append", default=[],
                    help="rendered folders to score the trained model on, per kind, at the labelled boxes "
                         "(e.g. renders/valid: fonts, palettes and backgrounds training never saw); repeatable")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    text = args.channels
+    try:
+        args.channels = tuple(int(c) for c in text.split(","))
+    except ValueError:
+        args.channels = ()
+    if len(args.channels) != 4 or min(args.channels) < 1:
+        print(f"error: --channels must be four positive integers, got {text!r}", file=sys.stderr)
+        raise SystemExit(2)
+    return args
 
 
 def is_calib(name: str) -> bool:
@@ -111,9 +118,6 @@ def main(argv=None) -> int:
     from pi_table.vision.dice import class_key
     from pi_table.vision.reader import Classifier
 
-    if args.width <= 0:
-        print(f"error: --width must be above 0, got {args.width}", file=sys.stderr)
-        return 2
     images = load_folders(args.renders, "--renders", folder_name="renders")
     valid = load_folders(args.valid, "--valid", folder_name="renders") if args.valid else []
     rng, started = start(args)
@@ -122,42 +126,35 @@ def main(argv=None) -> int:
     if args.smoke:
         train, calib = train[:8], calib[:4]
         args.steps, args.batch = 4, 16
-    pool = [(im, d) for im in train for d in im.dice if d.kind in NUMBERED]
-    if not pool:
+    # Each die cut once at twice its box, its die as many pixels across as the crops will have.
+    bank_margin = 2.0
+    side = int(round(args.crop_size * bank_margin / args.margin))
+    bank = D.CropBank.cut(train, lambda d: d.kind in NUMBERED, side, bank_margin)
+    if not len(bank):
         print(f"error: --renders: no {', '.join(NUMBERED)} dice in {', '.join(map(str, args.renders))}", file=sys.stderr)
         return 2
-    classes = sorted({f"{d.kind}:{d.face}" for _, d in pool}, key=class_key)
+    classes = sorted(set(bank.labels), key=class_key)
     index = {c: i for i, c in enumerate(classes)}
-    log(f"numerals: {len(pool)} dice on {len(train)} renders, calib {len(calib)} renders; {len(classes)} classes")
-
-    cache: dict[Path, np.ndarray] = {}
-
-    def image_of(im) -> np.ndarray:
-        if im.path not in cache:
-            cache[im.path] = D.load_rgb(im.path)
-        return cache[im.path]
+    targets = np.array([index[label] for label in bank.labels])
+    log(f"numerals: {len(bank)} dice on {len(train)} renders (cut in {time.time() - started:.0f} s), "
+        f"calib {len(calib)} renders; {len(classes)} classes")
 
     def batch_of(crops) -> torch.Tensor:
         return torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
 
-    net = NumeralNet(len(classes), width=args.width, crop_size=args.crop_size)
+    net = NumeralNet(len(classes), channels=args.channels, colour=not args.grey_only)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
     net.train()
     losses, t0 = [], time.time()
     for step in range(args.steps):
-        crops, targets = [], []
-        for i in rng.choice(len(pool), args.batch):
-            im, d = pool[i]
-            c = D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin)
-            crops.append(D.photometric(c.image, rng, args.augment))
-            targets.append(index[f"{d.kind}:{d.face}"])
-        logits, _ = net(batch_of(crops))
-        loss = torch.nn.functional.cross_entropy(logits, torch.tensor(targets), label_smoothing=0.02)
+        picks = rng.integers(0, len(bank), args.batch)
+        crops = [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment) for i in picks]
+        logits = net(batch_of(crops))
+        loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(targets[picks]), label_smoothing=0.02)
         optimise(opt, sched, loss, losses, step, args.steps, "numerals", t0)
     path = args.out / "numerals.onnx"
     export_classifier(net, path, args.crop_size)
-
     # ---- temperature and accuracy on the held-out renders, through the runtime classifier
     model = Classifier(path, classes, 1.0, args.crop_size, args.margin, threads=args.threads)
     z, t = numeral_logits(model, calib, index, D.load_rgb)

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.vision.dataset import LabelledImage, load_crops, load_yolo, with_die_boxes
+from pi_table.vision.dice import KINDS
 from pi_table.vision.reader import DiceReader, crop_die, iou, load_image
 
 
@@ -39,6 +40,8 @@ class Score:
     confusion: Counter = field(default_factory=Counter)  # (truth, read) -> count; read "-" missed, "?" unreadable
     calibration: list = field(default_factory=list)  # (confidence, right) per matched die
     ms: list = field(default_factory=list)
+    # The same counts per die kind: labelled dice by their kind, detections by the kind read.
+    kinds: dict = field(default_factory=dict)
 
     def add(self, other: "Score") -> None:
         for name in ("images", "dice", "found", "right", "wrong_ok", "unreadable", "false_dice", "detections",
@@ -47,6 +50,8 @@ class Score:
         self.confusion.update(other.confusion)
         self.calibration += other.calibration
         self.ms += other.ms
+        for kind, score in other.kinds.items():
+            self.kinds.setdefault(kind, Score()).add(score)
 
     def count_read(self, die, kind: str, face: str, threshold: float = 0.0) -> None:
         """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or unreadable.
@@ -118,6 +123,8 @@ class Score:
             "counts": {"right": self.right, "wrong_ok": self.wrong_ok, "unreadable": self.unreadable,
                        "found": self.found, "false_dice": self.false_dice, "detections": self.detections},
             "confusion": {f"{t}->{r}": n for (t, r), n in sorted(self.confusion.items())},
+            **({"kinds": {k: v.to_json() for k, v in sorted(self.kinds.items(), key=lambda kv: KINDS.index(kv[0]))}}
+               if self.kinds else {}),
         }
 
 
@@ -131,10 +138,17 @@ def _rate(num: int, den: int) -> float:
 
 
 def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Score:
-    """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5)."""
+    """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5).
+
+    The counts are kept per die kind too (``Score.kinds``): a labelled die counts for its kind,
+    a detection (and a false die) for the kind it was read as."""
     image = load_image(labelled.path)
     reading = reader.read(image, name=labelled.path.name, kinds=kinds, threshold=0.0)
-    score = Score(images=1, dice=len(labelled.dice), detections=len(reading.dice), ms=[reading.ms])
+    by_kind: dict[str, Score] = defaultdict(Score)
+    for truth in labelled.dice:
+        by_kind[truth.kind].dice += 1
+    for die in reading.dice:
+        by_kind[die.kind].detections += 1
     pairs = sorted(((iou(d.box, t.box), i, j) for i, d in enumerate(reading.dice) for j, t in enumerate(labelled.dice)), reverse=True)
     used_d, used_t = set(), set()
     for overlap, i, j in pairs:
@@ -144,18 +158,26 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
             continue
         used_d.add(i), used_t.add(j)
         truth = labelled.dice[j]
-        score.count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind))
+        by_kind[truth.kind].count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind))
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
-            score.confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
-    score.false_dice = len(reading.dice) - len(used_d)
+            by_kind[truth.kind].confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
+    for i, die in enumerate(reading.dice):
+        by_kind[die.kind].false_dice += i not in used_d
     for truth in labelled.dice:
         cx, cy = (truth.box[0] + truth.box[2]) / 2, (truth.box[1] + truth.box[3]) / 2
         covering = [d for d in reading.dice if d.box[0] <= cx <= d.box[2] and d.box[1] <= cy <= d.box[3]]
         if covering:
             best = max(covering, key=lambda d: iou(d.box, truth.box))
-            score.centre_found += 1
-            score.centre_right += read_ok(best, reader.threshold_for(best.kind)) and best.kind == truth.kind and best.face == truth.face
+            by_kind[truth.kind].centre_found += 1
+            by_kind[truth.kind].centre_right += (read_ok(best, reader.threshold_for(best.kind)) and best.kind == truth.kind
+                                                 and best.face == truth.face)
+    score = Score(ms=[reading.ms])
+    for kind, counts in by_kind.items():
+        counts.images = 1  # an image holding (or read as holding) this kind
+        score.add(counts)
+        score.kinds[kind] = counts
+    score.images = 1
     return score
 
 
@@ -236,13 +258,15 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
 
 def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face: str, kinds) -> Score:
     reading = reader.read_crop(crop, name=name, kinds=kinds, threshold=0.0)
-    score = Score(images=1, dice=1, ms=[reading.ms])
+    counts = Score(images=1, dice=1, ms=[reading.ms])
     if not reading.dice:
-        score.confusion[(f"{kind}:{face}", "-")] += 1
-        return score
-    score.detections = 1
-    score.count_read(reading.dice[0], kind, face, reader.threshold_for(reading.dice[0].kind))
-    score.centre_found, score.centre_right = 1, score.right  # one die, the whole image: both matches agree
+        counts.confusion[(f"{kind}:{face}", "-")] += 1
+    else:
+        counts.detections = 1
+        counts.count_read(reading.dice[0], kind, face, reader.threshold_for(reading.dice[0].kind))
+        counts.centre_found, counts.centre_right = 1, counts.right  # one die, the whole image: both matches agree
+    score = Score(kinds={kind: counts})
+    score.add(counts)
     return score
 
 
@@ -262,10 +286,12 @@ def format_report(result: dict) -> str:
     if len(rows) > 1:
         rows.append(("all", result["all"]))
     for name, s in rows:
-        lines.append(f"{name:34} {s['images']:>6} {s['dice']:>6} {s['read_right']:>8.2%} {s['recall']:>8.2%} "
-                     f"{s['precision']:>8.2%} {s['wrong_at_ok']:>9.2%} {s['unreadable']:>8.2%} "
-                     f"{s['false_dice_per_100_images']:>9.2f} {s['ece']:>6.3f} {s['median_ms'] or 0:>6.1f} "
-                     f"{s['read_right_centre']:>9.2%} {s['recall_centre']:>9.2%}")
+        kinds = s.get("kinds", {})
+        for label, t in [(name, s)] + ([(f"  {k}", v) for k, v in kinds.items()] if len(kinds) > 1 else []):
+            lines.append(f"{label:34} {t['images']:>6} {t['dice']:>6} {t['read_right']:>8.2%} {t['recall']:>8.2%} "
+                         f"{t['precision']:>8.2%} {t['wrong_at_ok']:>9.2%} {t['unreadable']:>8.2%} "
+                         f"{t['false_dice_per_100_images']:>9.2f} {t['ece']:>6.3f} {t['median_ms'] or 0:>6.1f} "
+                         f"{t['read_right_centre']:>9.2%} {t['recall_centre']:>9.2%}")
     lines.append("(c): a labelled die counts as found when its box centre lies inside a detection, whatever the overlap")
     if result.get("boxes", "die") == "die":
         lines.append("boxes: the labels of folders that box a die's pips (matteop65's) are grown to the whole die "
