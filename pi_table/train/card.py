@@ -52,19 +52,15 @@ def main(argv=None) -> int:
         res = evaluate_cut_crops(reader, args.data, margin, held_out=True)
         crop_rows += [_row(f"{name}, cut at {margin}x the box", s) for name, s in res["folders"].items()]
         cmds.append(f"pi-table eval {args.data} --held-out --cut-crops {margin}")
+    render_rows: list[str] = []
     if args.renders:
         rend = evaluate(reader, args.renders)
-        s = rend["all"]
-        rows.append(_row(f"renders, held-out fonts/colours/backgrounds ({args.renders.name})", s))
-        by_kind: dict[str, list[int]] = {}
-        for key, n in s["confusion"].items():
-            truth, read = key.split("->")
-            kind = truth.split(":")[0]
-            tally = by_kind.setdefault(kind, [0, 0])
-            tally[1] += n
-            tally[0] += n if read == truth else 0
-        kinds_line = ", ".join(f"{k} {r / t:.2%} ({t} dice)" for k, (r, t) in sorted(by_kind.items()))
+        render_rows += [_row(f"{args.renders.name}: {kind}", s) for kind, s in rend["all"].get("kinds", {}).items()]
         cmds.append(f"pi-table eval {args.renders}")
+        res = evaluate_cut_crops(reader, args.renders, 1.3)
+        render_rows += [_row(f"{args.renders.name}: {kind}, cut at 1.3x the box", s)
+                        for kind, s in res["all"].get("kinds", {}).items()]
+        cmds.append(f"pi-table eval {args.renders} --cut-crops 1.3")
         numbered = numbered_frame_ms(DiceReader(args.models, threads=1), args.renders)
     lofo_rows = []
     for item in args.lofo:
@@ -94,8 +90,10 @@ def main(argv=None) -> int:
                               for name, table in real["sweep"].items() if name != "all" for r in table))
     accuracy += ("\n\n`read --crop` on the same held-out dice, each cut out of its photo (one die per image, "
                  "as someone else's crops; detection is then given):\n\n" + "\n".join([HEADER, *crop_rows]))
-    if args.renders:
-        accuracy += f"\n\nRendered validation set, per kind (face read right at `ok`): {kinds_line}."
+    if render_rows:
+        accuracy += ("\n\nRendered validation set (fonts, colours and backgrounds training never saw; renders, not "
+                     "photos), per die kind, whole photos and `read --crop` on each die cut out:\n\n"
+                     + "\n".join([HEADER, *render_rows]))
     if lofo_rows:
         accuracy += ("\n\nLeave one folder out (a model trained on one real folder only, scored on the other; "
                      "the honest figure for trays and cameras it never saw):\n\n" + "\n".join([HEADER, *lofo_rows]))
@@ -111,12 +109,14 @@ def main(argv=None) -> int:
         "`matteop65-d6-desk`, MIT, © 2021 Matteo Anthony Penlington). Split per folder with the seed, "
         "listed image by image in `splits.json`: nellbyler 20% valid / 8% calib / rest train; "
         "matteop `Valid` all valid, `Train` 10% calib / rest train. Training never sees valid or calib; "
-        "calib only fits the confidence temperature."
+        "calib only fits the confidence temperature and picks the `unreadable` threshold. matteop65's pip "
+        "boxes are grown to whole-die boxes before training (see Accuracy)."
     )
     if renders_used:
         data_text += (" **d8, d10 and d10-tens were trained on renders only** (`python3 -m pi_table.train.render`, "
                       "see docs/renders.md): there are no public labelled photos of real d8/d10 faces. "
-                      "d6 was trained on the real photos plus renders.")
+                      "d6 faces were learnt from the real photos; rendered d6 only taught the classifier that "
+                      "they are d6 (not which face), and the detector to find them.")
     today = date.today().isoformat()
     common = f"""Command that trained it (CPU, {os.cpu_count()} cores, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
@@ -133,9 +133,11 @@ def main(argv=None) -> int:
 A die counts as read right when a detection overlaps its labelled box with IoU >= 0.5, its
 status is `ok` and its face is the labelled one. Wrong at `ok`: of the dice reported `ok`,
 the share with a wrong face. ECE: expected calibration error of the confidence (10 bins).
+`matteop65-d6-desk` labels box a die's pips (a one's box is its single pip): they are grown to the
+whole die (GrabCut, `pi_table/vision/dataset.py` `grow_pip_box`) for training and for matching, as
+every other source boxes the whole die (`--boxes as-labelled` scores the raw labels).
 (c): the looser match, a labelled die found when its box centre lies inside a detection
-whatever the overlap: `matteop65-d6-desk` labels box a die's pips (a one's box is the single
-pip), `nellbyler-d6-tray` the whole die, so IoU >= 0.5 also measures which convention a box follows.
+whatever the overlap.
 
 {accuracy}
 
@@ -191,6 +193,8 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
                           f"(`{numbered['name']}`) reads in {numbered['median_ms']:.1f} ms median on 1 thread "
                           f"(`pi-table read {numbered['path']} --threads 1`): the numeral model runs on each numbered die."
                           if args.renders else "")
+        nargs = nlog.get("args", {})
+        renders = " ".join(f"--renders {r}" for r in nlog.get("renders", ["renders/train"]))
         (args.models / "numerals.md").write_text(f"""# numerals.onnx — reads the numeral of a d8, d10 or d10-tens
 
 Size {sizes.get('numerals.onnx', 0) / 1e6:.2f} MB. **Trained on renders only**: there are no public labelled photos of
@@ -199,24 +203,26 @@ octahedron and pentagonal-trapezohedron geometry, see docs/renders.md). Real d8/
 never been used to train or to measure it.
 
 The classifier (classifier.md) tells a numbered die only by its shape (`d8:*`, `d10:*`); this
-model reads the numeral from a {num['crop_size']}x{num['crop_size']} crop ({num['margin']} times the box) turned to
-normalised grey plus a high-pass channel (`pi_table/train/nets.py` `NumeralNet`), over
-{len(num['classes'])} classes: {', '.join(num['classes'])}. The two are joined as a product of
-experts (`pi_table/vision/reader.py` `join_numerals`); the reader's threshold and `none` rule apply
-as for pips. T = {num['temperature']:.3f}, fitted on the one render in 20 held out from training,
-where the numeral is read right on {nlog.get('calib_right', 0):.1%} of {nlog.get('calib_dice', '?')} dice
-(labelled boxes, before the threshold).
+model reads the numeral from a {num['crop_size']}x{num['crop_size']} crop ({num['margin']} times the box): a small residual
+net (`pi_table/train/nets.py` `NumeralNet`, He et al. 2016) that sees the crop as normalised grey,
+its high-pass and its colours, over {len(num['classes'])} classes: {', '.join(num['classes'])}.
+The two are joined as a product of experts (`pi_table/vision/reader.py` `join_numerals`); the
+reader's threshold and `none` rule apply as for pips. Trained on {nlog.get('dice', '?')} rendered dice, each cut once
+and turned by any angle at every step (`pi_table/train/data.py` `CropBank`). T = {num['temperature']:.3f}, fitted
+on the one render in 20 held out from training, where the numeral is read right on
+{nlog.get('calib_right', 0):.1%} of {nlog.get('calib_dice', '?')} dice (labelled boxes, one view, before the threshold).
 
-Command that trained it (CPU, {os.cpu_count()} cores, seed {nlog.get('args', {}).get('seed', '?')}, {nlog.get('seconds', '?')} s):
+Command that trained it (CPU, {os.cpu_count()} cores, seed {nargs.get('seed', '?')}, {nlog.get('seconds', '?')} s):
 
 ```sh
-python3 -m pi_table.train.render --out renders/train --n 3000 --seed 0 --split train --workers 2
-python3 -m pi_table.train.numerals --renders renders/train --out models/ --seed 0
+python3 -m pi_table.train.numerals {renders} --valid renders/valid --out models/ --seed 0
 ```
 
-## Accuracy on renders with held-out fonts, colours and backgrounds (`pi-table eval {args.renders}`)
+## Accuracy on renders with held-out fonts, colours and backgrounds
 
-{kinds_line if args.renders else 'not measured'}
+Per kind, whole reader (detector, classifier, numerals), in classifier.md's "Rendered
+validation set" table (`pi-table eval {args.renders}`). The numeral model alone, at the
+labelled boxes, one view: {', '.join(f"{k} {v['right']:.1%} of {v['dice']}" for k, v in nlog.get('valid_right', {}).items()) or 'not measured'}.
 
 {speed_numbered}
 """)

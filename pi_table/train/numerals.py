@@ -177,6 +177,7 @@ def main(argv=None) -> int:
         reader_json.write_text(json.dumps(config, indent=1) + "\n")
     log_entry = {"classes": classes, "loss": [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)],
                  "calib_dice": int(len(t)), "calib_right": right, "valid_right": valid_right, "temperature": temperature,
+                 "dice": len(bank), "renders": [str(r) for r in args.renders],
                  "seconds": round(time.time() - started, 1), "args": {k: str(v) for k, v in vars(args).items()}}
     (args.out / "numerals-log.json").write_text(json.dumps(log_entry, indent=1) + "\n")
     log(f"numerals done in {time.time() - started:.0f} s; {path}")
