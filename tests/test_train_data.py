@@ -285,3 +285,23 @@ def test_crop_bank_samples_the_die_turned_and_framed_as_the_reader_cuts_it(tmp_p
         assert abs((xs.min() + xs.max()) / 2 - 31.5) <= 2 and abs((ys.min() + ys.max()) / 2 - 31.5) <= 2
         widths.append(xs.max() - xs.min() + 1)
     assert 49 <= min(widths) <= 53 and max(widths) > 64 * 0.95  # 64 / 1.25 = 51 px; turned 45 degrees, 72 px (cut)
+
+
+def test_numeral_net_reads_any_size_and_exports_logits_only(tmp_path):
+    """NumeralNet: logits per crop, grey/high-pass (+ colour) input; its ONNX file has no box output,
+    and the reader's Classifier reads it (no box head: refines is False)."""
+    torch = pytest.importorskip("torch")
+    from pi_table.train.nets import NumeralNet, export_classifier
+
+    net = NumeralNet(28, channels=(8, 16, 24, 32))
+    assert net(torch.zeros(3, 3, 64, 64)).shape == (3, 28) and net(torch.zeros(2, 3, 48, 48)).shape == (2, 28)
+    assert net.prepare(torch.rand(2, 3, 64, 64)).shape[1] == 6
+    assert NumeralNet(28, channels=(8, 16, 24, 32), colour=False).prepare(torch.rand(2, 3, 64, 64)).shape[1] == 3
+    path = tmp_path / "numerals.onnx"
+    export_classifier(net, path, 64)
+    model = Classifier(path, [f"c{i}" for i in range(28)], 1.0, 64, 1.15)
+    assert not model.refines
+    crops = np.random.default_rng(0).random((4, 3, 64, 64), np.float32)
+    with torch.no_grad():
+        expected = net(torch.from_numpy(crops)).numpy()
+    assert np.allclose(model.logits(crops), expected, atol=1e-4)
