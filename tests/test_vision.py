@@ -215,6 +215,10 @@ def test_training_smoke(tmp_path):
     assert trained.classifier.refines  # the classifier exports its box head
     assert {"d8:*", "d10:*"} <= set(trained.classifier.classes) and trained.numerals is not None
     assert "d10-tens:90" in trained.classes and "d6:6" in trained.classes
+    # a threshold per numbered kind, each chosen on the calib renders' dice of that kind
+    config = json.loads((tmp_path / "reader.json").read_text())
+    assert set(config["thresholds"]) <= {"d8", "d10", "d10-tens"} and config["thresholds"]
+    assert all(0.5 <= t <= 0.99 for t in config["thresholds"].values())
     image = load_image(sorted(DEMO.glob("*.jpg"))[0])
     reading = trained.read(image)
     assert reading.width == 640

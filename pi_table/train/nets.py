@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import nn
 import torch.nn.functional as F
@@ -170,3 +171,30 @@ def export_classifier(net: nn.Module, path: Path, size: int) -> None:
         net, (dummy,), str(path), input_names=["crops"], output_names=outputs,
         dynamic_axes={name: {0: "n"} for name in ["crops", *outputs]}, opset_version=17, dynamo=False,
     )
+
+
+def quantize_int8(src: Path, dst: Path, batches) -> None:
+    """Write ``src`` (a float ONNX classifier, input ``crops``) to ``dst`` with int8 weights
+    (per output channel) and uint8 activations, as onnxruntime's static quantization in
+    QDQ format does (Jacob et al. 2018, "Quantization and Training of Neural Networks for
+    Efficient Integer-Arithmetic-Only Inference"). ``batches`` are Nx3xSxS float32 crops in
+    [0, 1] whose activation ranges (min/max) set the scales; deterministic for the same
+    batches. A quarter of the float model's size, and faster on CPU."""
+    import tempfile
+
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
+    class Batches(CalibrationDataReader):
+        def __init__(self):
+            self.it = iter(batches)
+
+        def get_next(self):
+            batch = next(self.it, None)
+            return None if batch is None else {"crops": np.ascontiguousarray(batch, np.float32)}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        pre = Path(tmp) / "pre.onnx"
+        quant_pre_process(str(src), str(pre))
+        quantize_static(str(pre), str(dst), Batches(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8)

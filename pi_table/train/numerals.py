@@ -45,6 +45,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--valid", type=Path, action="append", default=[],
                    help="rendered folders to score the trained model on, per kind, at the labelled boxes "
                         "(e.g. renders/valid: fonts, palettes and backgrounds training never saw); repeatable")
+    p.add_argument("--float", action="store_true",
+                   help="ship float32 weights (default: int8, a quarter of the size; see nets.quantize_int8)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
     args = p.parse_args(argv)
@@ -114,7 +116,7 @@ def main(argv=None) -> int:
 
     from pi_table.train import data as D
     from pi_table.train.__main__ import load_folders, log, optimise, start
-    from pi_table.train.nets import NumeralNet, export_classifier
+    from pi_table.train.nets import NumeralNet, export_classifier, quantize_int8
     from pi_table.vision.dice import class_key
     from pi_table.vision.reader import Classifier
 
@@ -154,7 +156,19 @@ def main(argv=None) -> int:
         loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(targets[picks]), label_smoothing=0.02)
         optimise(opt, sched, loss, losses, step, args.steps, "numerals", t0)
     path = args.out / "numerals.onnx"
-    export_classifier(net, path, args.crop_size)
+    if args.float:
+        export_classifier(net, path, args.crop_size)
+    else:
+        float_path = args.out / "numerals-float.onnx"
+        export_classifier(net, float_path, args.crop_size)
+        # Activation ranges from 16 batches of training crops, cut as the reader cuts them.
+        qrng = np.random.default_rng(args.seed)
+        with torch.no_grad():
+            batches = [batch_of([bank.sample(int(i), qrng, args.crop_size, args.margin, jitter=0.0)
+                                 for i in qrng.integers(0, len(bank), 32)]).numpy() for _ in range(16)]
+        quantize_int8(float_path, path, batches)
+        float_path.unlink()
+        log(f"numerals: int8 weights, {path.stat().st_size / 1e6:.2f} MB")
     # ---- temperature and accuracy on the held-out renders, through the runtime classifier
     model = Classifier(path, classes, 1.0, args.crop_size, args.margin, threads=args.threads)
     z, t = numeral_logits(model, calib, index, D.load_rgb)
