@@ -16,8 +16,22 @@ from pi_table.vision.reader import decode, reading_order
 from tests.conftest import REPO, drawn_die_scene, need_shared
 
 DEMO = REPO / "pi_table" / "demo"
-# The box convention the shipped models were trained on: they box matteop65's dice by their pips.
-SHIPPED_BOXES = ("--boxes", "as-labelled")
+
+
+def fixed_reader(*dice):
+    """A stand-in reader class (threshold 0.9) whose every read of a 100x100 image gives ``dice``."""
+    from pi_table.vision.dice import Reading
+
+    class Fixed:
+        threshold = 0.9
+
+        def threshold_for(self, kind):
+            return self.threshold
+
+        def read(self, image, name="", kinds=None, threshold=None):
+            return Reading(name, 100, 100, 1.0, tuple(dice))
+
+    return Fixed
 
 
 def test_load_image_errors(tmp_path):
@@ -157,8 +171,7 @@ def test_cli_bad_input_exits_2(args, needle):
 
 def test_cli_eval_on_shared_data():
     real = need_shared()
-    result = cli("eval", str(real / "matteop65-d6-desk" / "Valid"), "--json", "--limit", "8", "--threads", "1",
-                 *SHIPPED_BOXES)
+    result = cli("eval", str(real / "matteop65-d6-desk" / "Valid"), "--json", "--limit", "8", "--threads", "1")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     s = data["all"]
@@ -281,7 +294,7 @@ def test_read_crop_finds_the_die_in_a_loose_crop(reader):
 def test_cli_eval_cut_crops_scores_read_crop_on_labelled_dice():
     real = need_shared()
     result = cli("eval", str(real / "matteop65-d6-desk" / "Valid"), "--cut-crops", "1.8", "--json", "--limit", "5",
-                 "--threads", "1", *SHIPPED_BOXES)
+                 "--threads", "1")
     assert result.returncode == 0, result.stderr
     s = json.loads(result.stdout)["all"]
     assert s["images"] == s["dice"] >= 5 and s["recall"] == 1.0  # one crop per labelled die, each read
@@ -291,20 +304,13 @@ def test_cli_eval_cut_crops_scores_read_crop_on_labelled_dice():
 def test_centre_match_counts_a_die_whose_label_boxes_only_its_pips(tmp_path):
     """A whole-die box around a pip-sized label: no IoU match, but found and right by centre."""
     from pi_table.vision.dataset import LabelledDie, LabelledImage
-    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import score_image
 
     path = tmp_path / "one.png"
     cv2.imwrite(str(path), np.zeros((100, 100, 3), np.uint8))
 
-    class Fake:
-        threshold = 0.9
-
-        def threshold_for(self, kind):
-            return self.threshold
-
-        def read(self, image, name="", kinds=None, threshold=None):
-            return Reading(name, 100, 100, 1.0, (Die("d6", "1", 1, (30, 30, 70, 70), 0.99, "ok"),))
+    Fake = fixed_reader(Die("d6", "1", 1, (30, 30, 70, 70), 0.99, "ok"))
 
     labelled = LabelledImage(path, 100, 100, (LabelledDie("d6", "1", (45, 45, 55, 55)),), "x")
     s = score_image(Fake(), labelled).to_json()
@@ -340,6 +346,7 @@ def test_cli_names_a_missing_model_file(tmp_path):
     config = json.loads((models / "reader.json").read_text())
     config["numerals"] = {"file": "numerals.onnx", "classes": ["d8:1"], "temperature": 1.0, "crop_size": 48, "margin": 1.3}
     (models / "reader.json").write_text(json.dumps(config))
+    (models / "numerals.onnx").unlink(missing_ok=True)  # the shipped folder has one
     r = subprocess.run([sys.executable, "-m", "pi_table", "read", str(sorted(DEMO.glob("*.jpg"))[0]), "--models", str(models)],
                        capture_output=True, text=True, timeout=60, cwd=REPO)
     assert r.returncode == 2 and "numerals.onnx" in r.stderr and "Traceback" not in r.stderr
@@ -427,21 +434,13 @@ def test_eval_grows_pip_labels_to_die_boxes(tmp_path):
 def test_scores_are_kept_per_die_kind(tmp_path):
     """A labelled die counts for its kind, a detection (and a false die) for the kind read."""
     from pi_table.vision.dataset import LabelledDie, LabelledImage
-    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import format_report, score_image
 
     path = tmp_path / "r.png"
     cv2.imwrite(str(path), np.zeros((100, 100, 3), np.uint8))
 
-    class Fake:
-        threshold = 0.9
-
-        def threshold_for(self, kind):
-            return self.threshold
-
-        def read(self, image, name="", kinds=None, threshold=None):
-            return Reading(name, 100, 100, 1.0, (Die("d8", "7", 7, (10, 10, 30, 30), 0.99, "ok"),
-                                                Die("d6", "2", 2, (70, 70, 90, 90), 0.95, "ok")))
+    Fake = fixed_reader(Die("d8", "7", 7, (10, 10, 30, 30), 0.99, "ok"), Die("d6", "2", 2, (70, 70, 90, 90), 0.95, "ok"))
 
     labelled = LabelledImage(path, 100, 100, (LabelledDie("d8", "7", (11, 10, 30, 31)),
                                               LabelledDie("d10", "0", (40, 40, 60, 60))), "renders")
@@ -454,3 +453,32 @@ def test_scores_are_kept_per_die_kind(tmp_path):
     assert kinds["d6"]["dice"] == 0 and kinds["d6"]["counts"]["false_dice"] == 1
     report = format_report({"folders": {"renders": s}, "all": s})
     assert "\n  d10 " in report and "\n  d8 " in report
+
+
+def test_shipped_models_fit_the_size_budget():
+    """All shipped ONNX models together stay within 8 MB (the d6 reader issue's size bar)."""
+    total = sum(p.stat().st_size for p in (REPO / "models").glob("*.onnx"))
+    assert 0 < total <= 8_000_000, total
+
+
+def test_shipped_reader_reads_rendered_d8_and_d10(tmp_path):
+    """The shipped reader on fresh renders (fonts and palettes held out from training, plain
+    surfaces): its best face is right on most d8 and d10, and at the shipped thresholds few
+    are wrong at ok. A broken-pipeline floor well below the card's figures (models/numerals.md)."""
+    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
+    from pi_table.vision.evaluate import evaluate
+
+    out = tmp_path / "renders"
+    render = subprocess.run([sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--n", "16", "--seed", "99",
+                             "--split", "valid", "--kinds", "d8,d10", "--size", "640", "--backgrounds", "",
+                             "--workers", "2"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert render.returncode == 0, render.stderr
+    result = cli("eval", str(out), "--json", "--threads", "1")
+    assert result.returncode == 0, result.stderr
+    shipped = json.loads(result.stdout)["all"]["kinds"]
+    reader = DiceReader(REPO / "models", threads=1)
+    reader.thresholds = {kind: 0.5 for kind in reader.thresholds}
+    best = evaluate(reader, out)["all"]["kinds"]
+    for kind in ("d8", "d10"):
+        assert best[kind]["dice"] >= 15 and best[kind]["read_right"] >= 0.7, (kind, best[kind])
+        assert shipped[kind]["read_right"] >= 0.25 and shipped[kind]["wrong_at_ok"] <= 0.05, (kind, shipped[kind])

@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--renders", type=Path, help="rendered validation set (held-out fonts, colours, backgrounds)")
     p.add_argument("--lofo", action="append", default=[], help="MODELS=DIR: a leave-one-folder-out model and the folder it never saw")
-    p.add_argument("--train-command", default="python3 -m pi_table.train --data ../shared/data/real --out models/ --seed 0")
+    p.add_argument("--train-command", default="python3 -m pi_table.train --data ../shared/data/real --renders renders/train --out models/ --seed 0")
     p.add_argument("--note", default="")
     args = p.parse_args(argv)
 
@@ -115,8 +115,11 @@ def main(argv=None) -> int:
     if renders_used:
         data_text += (" **d8, d10 and d10-tens were trained on renders only** (`python3 -m pi_table.train.render`, "
                       "see docs/renders.md): there are no public labelled photos of real d8/d10 faces. "
-                      "d6 faces were learnt from the real photos; rendered d6 only taught the classifier that "
-                      "they are d6 (not which face), and the detector to find them.")
+                      + ("Rendered d6 taught the classifier their faces too (pip styles, colours and materials "
+                         "the two photo folders lack), and the detector to find them."
+                         if log.get("args", {}).get("render_d6_faces", "False") == "True" else
+                         "d6 faces were learnt from the real photos; rendered d6 only taught the classifier that "
+                         "they are d6 (not which face), and the detector to find them."))
     today = date.today().isoformat()
     common = f"""Command that trained it (CPU, {os.cpu_count()} cores, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
@@ -194,6 +197,16 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
                           f"(`pi-table read {numbered['path']} --threads 1`): the numeral model runs on each numbered die."
                           if args.renders else "")
         nargs = nlog.get("args", {})
+        before = nlog.get("float_before_int8", {})
+        int8_text = ""
+        if nargs.get("float", "False") == "False":
+            int8_text = ("\nWeights are int8 (per output channel) and activations uint8: onnxruntime's static "
+                         "quantisation in QDQ format, scales from the activations of 512 training crops "
+                         "(`pi_table/train/nets.py` `quantize_int8`), a quarter of the float32 file and faster on a CPU.")
+            if before:
+                int8_text += (" The float32 model before quantisation read " + ", ".join(
+                    f"{k} {v['right']:.1%}" for k, v in before.get("valid_right", {}).items())
+                    + " on the held-out renders (below: after).")
         renders = " ".join(f"--renders {r}" for r in nlog.get("renders", ["renders/train"]))
         (args.models / "numerals.md").write_text(f"""# numerals.onnx — reads the numeral of a d8, d10 or d10-tens
 
@@ -211,12 +224,14 @@ reader's threshold and `none` rule apply as for pips. Trained on {nlog.get('dice
 and turned by any angle at every step (`pi_table/train/data.py` `CropBank`). T = {num['temperature']:.3f}, fitted
 on the one render in 20 held out from training, where the numeral is read right on
 {nlog.get('calib_right', 0):.1%} of {nlog.get('calib_dice', '?')} dice (labelled boxes, one view, before the threshold).
+{int8_text}
 
 Command that trained it (CPU, {os.cpu_count()} cores, seed {nargs.get('seed', '?')}, {nlog.get('seconds', '?')} s):
 
 ```sh
-python3 -m pi_table.train.numerals {renders} --valid renders/valid --out models/ --seed 0
+python3 -m pi_table.train.numerals {renders} --valid renders/valid --out models/ --seed 0 --threads {nargs.get('threads', 2)}
 ```
+{nlog.get('note', '')}
 
 ## Accuracy on renders with held-out fonts, colours and backgrounds
 
