@@ -1,7 +1,9 @@
 """Train the numeral model (d8, d10, d10-tens faces) from renders: ``python3 -m pi_table.train.numerals``.
 
     python3 -m pi_table.train.render --out renders/train --n 3000 --seed 0 --split train --workers 2
-    python3 -m pi_table.train.numerals --renders renders/train --out models/ --seed 0
+    python3 -m pi_table.train.render --out renders/num --n 10000 --seed 10 --split train --kinds d8,d10,d10-tens
+    python3 -m pi_table.train.numerals --renders renders/train --renders renders/num --valid renders/valid \
+        --out models/ --seed 0 --threads 1
 
 There are no public labelled photos of real d8 or d10 faces, so this model is trained on
 renders only (``pi_table.train.render``). The reader's classifier tells a numbered die by its
@@ -9,7 +11,8 @@ shape (``d8:*``, ``d10:*``); this model reads the numeral from a larger crop
 (:mod:`pi_table.vision.reader`, "Numerals"). One image in 20 of the renders (by md5 of its
 name) is held out to fit the temperature (Guo et al. 2017) and to report accuracy.
 
-Writes ``numerals.onnx`` and ``numerals.json`` (the reader's ``numerals`` settings) into
+Writes ``numerals.onnx`` (int8 weights unless ``--float``: :func:`pi_table.train.nets.quantize_int8`)
+and ``numerals.json`` (the reader's ``numerals`` settings) into
 ``--out``, and adds those settings to ``reader.json`` when one is there (``python3 -m
 pi_table.train`` copies them in when it runs after). CPU only, deterministic for a seed.
 """
