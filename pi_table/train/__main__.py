@@ -468,18 +468,15 @@ def choose_thresholds(models: Path, images, wrong_target: float) -> dict:
     from dataclasses import replace
 
     photos = [im for im in images if im.folder != "renders"]
-    numbered = [replace(im, dice=tuple(d for d in im.dice if d.kind in NUMBERED)) for im in images if im.folder == "renders"]
-    numbered = [im for im in numbered if im.dice]
+    renders = [im for im in images if im.folder == "renders"]
     out: dict = {"threshold": choose_threshold(models, photos, wrong_target)}
-    if numbered:
-        # One per kind: a d10's numeral is read far more surely than a tens die's (two digits).
-        out["thresholds"] = {}
-        for kind in NUMBERED:
-            of_kind = [replace(im, dice=tuple(d for d in im.dice if d.kind == kind)) for im in numbered]
-            of_kind = [im for im in of_kind if im.dice]
-            if of_kind:
-                log(f"{kind} (calib renders):")
-                out["thresholds"][kind] = choose_threshold(models, of_kind, wrong_target)
+    # One per kind: a d10's numeral is read far more surely than a tens die's (two digits).
+    for kind in NUMBERED:
+        of_kind = [replace(im, dice=tuple(d for d in im.dice if d.kind == kind)) for im in renders]
+        of_kind = [im for im in of_kind if im.dice]
+        if of_kind:
+            log(f"{kind} (calib renders):")
+            out.setdefault("thresholds", {})[kind] = choose_threshold(models, of_kind, wrong_target)
     return out
 
 

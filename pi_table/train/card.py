@@ -199,7 +199,7 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
         nargs = nlog.get("args", {})
         before = nlog.get("float_before_int8", {})
         int8_text = ""
-        if nargs.get("float", "False") == "False":
+        if nargs.get("float") == "False":  # logs from before the int8 step have no "float"
             int8_text = ("\nWeights are int8 (per output channel) and activations uint8: onnxruntime's static "
                          "quantisation in QDQ format, scales from the activations of 512 training crops "
                          "(`pi_table/train/nets.py` `quantize_int8`), a quarter of the float32 file and faster on a CPU.")

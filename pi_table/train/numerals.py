@@ -23,6 +23,7 @@ import argparse
 import json
 import math
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -162,15 +163,14 @@ def main(argv=None) -> int:
     if args.float:
         export_classifier(net, path, args.crop_size)
     else:
-        float_path = args.out / "numerals-float.onnx"
-        export_classifier(net, float_path, args.crop_size)
         # Activation ranges from 16 batches of training crops, cut as the reader cuts them.
         qrng = np.random.default_rng(args.seed)
-        with torch.no_grad():
-            batches = [batch_of([bank.sample(int(i), qrng, args.crop_size, args.margin, jitter=0.0)
-                                 for i in qrng.integers(0, len(bank), 32)]).numpy() for _ in range(16)]
-        quantize_int8(float_path, path, batches)
-        float_path.unlink()
+        batches = [batch_of([bank.sample(int(i), qrng, args.crop_size, args.margin, jitter=0.0)
+                             for i in qrng.integers(0, len(bank), 32)]).numpy() for _ in range(16)]
+        with tempfile.TemporaryDirectory() as tmp:
+            float_path = Path(tmp) / "numerals-float.onnx"
+            export_classifier(net, float_path, args.crop_size)
+            quantize_int8(float_path, path, batches)
         log(f"numerals: int8 weights, {path.stat().st_size / 1e6:.2f} MB")
     # ---- temperature and accuracy on the held-out renders, through the runtime classifier
     model = Classifier(path, classes, 1.0, args.crop_size, args.margin, threads=args.threads)
