@@ -18,8 +18,8 @@ from tests.conftest import REPO, drawn_die_scene, need_shared
 DEMO = REPO / "pi_table" / "demo"
 
 
-def fixed_reader(*dice):
-    """A stand-in reader class (threshold 0.9) whose every read of a 100x100 image gives ``dice``."""
+def fixed_reader(*dice, size: int = 100, models=None):
+    """A stand-in reader class (threshold 0.9) whose every read of a ``size`` x ``size`` image gives ``dice``."""
     from pi_table.vision.dice import Reading
 
     class Fixed:
@@ -29,8 +29,9 @@ def fixed_reader(*dice):
             return self.threshold
 
         def read(self, image, name="", kinds=None, threshold=None):
-            return Reading(name, 100, 100, 1.0, tuple(dice))
+            return Reading(name, size, size, 1.0, tuple(dice))
 
+    Fixed.models = models
     return Fixed
 
 
@@ -406,7 +407,7 @@ def test_bench_times_the_second_looks_worst_case(tmp_path):
 def test_eval_grows_pip_labels_to_die_boxes(tmp_path):
     """A folder that labels pips (matteop65's): a reader that boxes the whole die matches the grown
     label at IoU >= 0.5; scored against the labels as they are (--boxes as-labelled) it does not."""
-    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import evaluate
 
     folder = tmp_path / "matteop65-d6-desk" / "Valid"
@@ -415,16 +416,7 @@ def test_eval_grows_pip_labels_to_die_boxes(tmp_path):
     cv2.imwrite(str(folder / "images" / "a.png"), drawn_die_scene([(0.5, 0.5)]))
     (folder / "labels" / "a.txt").write_text("0 0.475 0.425 0.1 0.1\n")  # the one's pip, 20 px
 
-    class WholeDie:
-        threshold = 0.9
-        models = tmp_path
-
-        def threshold_for(self, kind):
-            return self.threshold
-
-        def read(self, image, name="", kinds=None, threshold=None):
-            return Reading(name, 200, 200, 1.0, (Die("d6", "1", 1, (61, 51, 129, 119), 0.99, "ok"),))
-
+    WholeDie = fixed_reader(Die("d6", "1", 1, (61, 51, 129, 119), 0.99, "ok"), size=200, models=tmp_path)
     grown = evaluate(WholeDie(), tmp_path / "matteop65-d6-desk")["all"]
     as_labelled = evaluate(WholeDie(), tmp_path / "matteop65-d6-desk", die_boxes=False)["all"]
     assert grown["read_right"] == 1 and grown["counts"]["false_dice"] == 0
@@ -482,3 +474,25 @@ def test_shipped_reader_reads_rendered_d8_and_d10(tmp_path):
     for kind in ("d8", "d10"):
         assert best[kind]["dice"] >= 15 and best[kind]["read_right"] >= 0.7, (kind, best[kind])
         assert shipped[kind]["read_right"] >= 0.25 and shipped[kind]["wrong_at_ok"] <= 0.05, (kind, shipped[kind])
+
+
+def test_sweep_has_rows_per_die_kind_in_a_folder_of_several(tmp_path):
+    """eval --sweep on a folder of d6 and d8: besides the folder's rows, one set per kind, each
+    cut on that kind's dice only (a 0.95-sure d6 is unreadable at 0.97, the 0.99-sure d8 is not)."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import evaluate, format_report
+
+    folder = tmp_path / "renders"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    (folder / "classes.txt").write_text("d6:2\nd8:7\n")
+    cv2.imwrite(str(folder / "images" / "a.png"), np.zeros((100, 100, 3), np.uint8))
+    (folder / "labels" / "a.txt").write_text("1 0.2 0.2 0.2 0.2\n0 0.8 0.8 0.2 0.2\n")
+    reader = fixed_reader(Die("d8", "7", 7, (10, 10, 30, 30), 0.99, "ok"), Die("d6", "2", 2, (70, 70, 90, 90), 0.95, "ok"))
+    result = evaluate(reader(), folder, sweep=[0.5, 0.97])
+    assert {"renders", "renders: d6", "renders: d8", "all"} <= set(result["sweep"])
+    assert [r["read_right"] for r in result["sweep"]["renders: d6"]] == [1.0, 0.0]
+    assert [r["read_right"] for r in result["sweep"]["renders: d8"]] == [1.0, 1.0]
+    assert [r["read_right"] for r in result["sweep"]["renders"]] == [1.0, 0.5]
+    report = format_report(result)
+    assert "renders: d8" in report and "all: d8" not in report

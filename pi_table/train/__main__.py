@@ -69,9 +69,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--render-d6-faces", action=argparse.BooleanOptionalAction, default=True,
                    help="train the classifier on rendered d6 faces too (default); with --no-render-d6-faces a "
                    "rendered d6 only teaches 'a d6, some face' (its loss is -log of the d6 faces' summed probability), "
-                   "so the d6 faces are learnt from the photos alone. Renders' faces teach pip styles the two photo "
-                   "folders lack (a photo-only classifier read 47%% of rendered d6 right, 89%% with renders) at no "
-                   "cost on the held-out photos (models/classifier.md)")
+                   "so the d6 faces are learnt from the photos alone. Renders' faces teach pip styles, colours and "
+                   "materials the two photo folders lack (models/classifier.md: rendered d6 and held-out photos, "
+                   "measured by pi-table eval)")
     p.add_argument("--label-smoothing", type=float, default=0.02, help="the classifier's label smoothing (0..0.5)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")

@@ -217,7 +217,8 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
     ``die_boxes`` as in :func:`labelled_images` (False: the boxes as labelled).
 
     Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json()}``, and with
-    thresholds in ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` (``all`` too).
+    thresholds in ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` (``all`` too, and
+    ``"NAME: KIND"`` for each die kind of a folder holding several).
 
     Raises:
         FileNotFoundError / ValueError: no such folder, no labelled images (names the path).
@@ -230,7 +231,12 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
         total.add(s)
     result = {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
     if len(sweep):
-        result["sweep"] = {k: v.at_thresholds(sweep) for k, v in [*sorted(per_folder.items()), ("all", total)]}
+        result["sweep"] = {}
+        for name, score in [*sorted(per_folder.items()), ("all", total)]:
+            result["sweep"][name] = score.at_thresholds(sweep)
+            if len(score.kinds) > 1:  # a folder of several kinds (renders): each kind's own rows
+                result["sweep"].update({f"{name}: {kind}": score.kinds[kind].at_thresholds(sweep)
+                                        for kind in sorted(score.kinds, key=KINDS.index)})
     return result
 
 
@@ -300,7 +306,7 @@ def format_report(result: dict) -> str:
         lines.append("\nthreshold sweep (the same reads, unreadable cut at each threshold)")
         lines.append(f"{'folder':34} {'threshold':>9} {'right':>8} {'wrong@ok':>9} {'unread.':>8}")
         for name, sweep in result["sweep"].items():
-            if name == "all" and len(result["sweep"]) == 2:
+            if name.split(":")[0] == "all" and len(result["folders"]) == 1:
                 continue  # one folder: all is the same
             for row in sweep:
                 lines.append(f"{name:34} {row['threshold']:>9.2f} {row['read_right']:>8.2%} {row['wrong_at_ok']:>9.2%} "
