@@ -251,6 +251,27 @@ def test_with_die_boxes_grows_only_folders_that_box_pips(tmp_path):
     assert grown.dice[0].face == "1" and iou(grown.dice[0].box, (60, 50, 130, 120)) > 0.85
 
 
+def test_a_one_that_cannot_grow_takes_the_size_of_the_images_other_dice(tmp_path):
+    """A one's label boxes its single pip; when GrabCut cannot find its die (here a die no
+    lighter than the desk), its box is the size of the image's other grown dice, not a
+    guess from the pip."""
+    from pi_table.vision.dataset import with_die_boxes
+
+    image = drawn_die_scene([(0.25, 0.25), (0.75, 0.25), (0.5, 0.5), (0.25, 0.75), (0.75, 0.75)], (20, 20, 90, 90),
+                            size=300)
+    cv2.circle(image, (220, 220), 6, (20, 20, 20), -1)  # a one's pip on a die the colour of the desk
+    path = tmp_path / "d.png"
+    cv2.imwrite(str(path), image)
+    r = pip_radius(5, 70)
+    five = LabelledDie("d6", "5", (37.5 - r, 37.5 - r, 72.5 + r, 72.5 + r))
+    one = LabelledDie("d6", "1", (214, 214, 226, 226))
+    grown = with_die_boxes(LabelledImage(path, 300, 300, (one, five), "matteop65-d6-desk/Train"))
+    five_box, one_box = grown.dice[1].box, grown.dice[0].box
+    assert iou(five_box, (20, 20, 90, 90)) > 0.85
+    assert one_box[2] - one_box[0] == pytest.approx(five_box[2] - five_box[0], abs=1)
+    assert (one_box[0] + one_box[2]) / 2 == pytest.approx(220)
+
+
 def test_set_cross_entropy_is_cross_entropy_for_one_class_and_a_sum_for_a_set():
     """One allowed class: torch's label-smoothed cross-entropy; a set (a rendered d6, face not
     trusted): -log of the set's summed probability."""

@@ -174,33 +174,41 @@ def load_crops(root: Path, default_kind: str = "d6") -> list[tuple[Path, str, st
 #: Data folders whose labels box a die's pips rather than the die.
 PIP_BOX_FOLDERS: tuple[str, ...] = ("matteop65-d6-desk",)
 
-# A die's outline across per pip-box long side, as grown on matteop65 (medians over 366 dice:
-# 3.0 for a one, whose box is its pip; 1.5 to 1.8 for the other faces, whose pips span about two
-# thirds of the top face; the oblique webcam adds the sides). GrabCut searches 1.1 times this.
-_TYPICAL = {"1": 3.0}
+# A die's outline across per pip-box long side, as grown on matteop65 (medians over its 1206
+# dice): 1.5 to 1.8 for faces 2 to 6, whose pips span about two thirds of the top face (the
+# oblique webcam adds the sides); 4.6 for a one, whose box is its single pip (the median, over
+# the images holding a one, of the other dice's grown outline per that pip's side). GrabCut
+# searches 1.1 times this.
+_TYPICAL = {"1": 4.6}
 _TYPICAL_OTHER = 1.65
 
 
-def typical_die_box(die: LabelledDie) -> tuple[float, float, float, float]:
-    """The square a die labelled by its pips typically fills (:data:`_TYPICAL`), centred on its pip box."""
+def typical_die_box(die: LabelledDie, size: float | None = None) -> tuple[float, float, float, float]:
+    """The square a die labelled by its pips typically fills, centred on its pip box: ``size``
+    pixels across when given (the image's other dice, :func:`with_die_boxes`), else
+    :data:`_TYPICAL` times the pip box's long side."""
     x0, y0, x1, y1 = die.box
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-    half = max(x1 - x0, y1 - y0, 2.0) * _TYPICAL.get(die.face, _TYPICAL_OTHER) / 2
+    half = (size or max(x1 - x0, y1 - y0, 2.0) * _TYPICAL.get(die.face, _TYPICAL_OTHER)) / 2
     return (cx - half, cy - half, cx + half, cy + half)
 
 
-def grow_pip_box(image, die: LabelledDie, others=()) -> tuple[float, float, float, float] | None:
+def grow_pip_box(image, die: LabelledDie, others=(), size: float | None = None) -> tuple[float, float, float, float] | None:
     """The whole die's box (x0, y0, x1, y1 pixels) round a die labelled by its pips.
 
-    GrabCut segments the die in a square of 1.1 times :data:`_TYPICAL` the pip box around it, the pip
-    box (grown by 15% of its side) marked foreground and the pip boxes of ``others`` (the
-    image's other labelled dice) background; the die is the segment's part that holds the pip
-    box's centre.
+    GrabCut segments the die in a square of 1.1 times its typical size around it, the pip box
+    (grown by 15% of its side) marked foreground and the pip boxes of ``others`` (the image's
+    other labelled dice) background; the die is the segment's part that holds the pip box's
+    centre. A one's box holds only its dark pip, so for a one the square of 0.4 times the
+    typical size round the pip (inside its top face) is marked foreground too: seeded by the
+    pip alone, GrabCut kept the top face and left the sides (a box 0.7 times the die's).
 
     Args:
         image: ``HxWx3 uint8 BGR``.
         die: the labelled die (``box`` boxes its pips).
         others: the other labelled dice of the image.
+        size: the die's typical outline across in pixels when known (the median of the image's
+            other grown dice); else :data:`_TYPICAL` times the pip box's long side.
 
     Returns:
         The die's box, or None when the segment is not a plausible die (empty, not holding
@@ -213,7 +221,7 @@ def grow_pip_box(image, die: LabelledDie, others=()) -> tuple[float, float, floa
     x0, y0, x1, y1 = die.box
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     side = max(x1 - x0, y1 - y0, 2.0)
-    typical = side * _TYPICAL.get(die.face, _TYPICAL_OTHER)
+    typical = size or side * _TYPICAL.get(die.face, _TYPICAL_OTHER)
     expected = 1.1 * typical
     # GrabCut works on the square round the die (plus a band of background to learn from).
     h, w = image.shape[:2]
@@ -230,9 +238,12 @@ def grow_pip_box(image, die: LabelledDie, others=()) -> tuple[float, float, floa
         a0, b0, a1, b1 = (int(round(v)) for v in other.box)
         mask[max(0, b0 - oy):max(0, b1 - oy + 1), max(0, a0 - ox):max(0, a1 - ox + 1)] = cv2.GC_BGD
     # Foreground: the pip box and a little round it, so that the die's colour (not only its
-    # pips') seeds the foreground model even when the box hugs a single pip.
+    # pips') seeds the foreground model; a one's pip sits in the middle of its top face.
     g = 0.15 * side
     mask[int(max(0, y0 - g)):int(y1 + g) + 1, int(max(0, x0 - g)):int(x1 + g) + 1] = cv2.GC_FGD
+    if die.face == "1":
+        f = 0.2 * typical
+        mask[int(max(0, cy - f)):int(cy + f) + 1, int(max(0, cx - f)):int(cx + f) + 1] = cv2.GC_FGD
     bgd, fgd = np.zeros((1, 65), np.float64), np.zeros((1, 65), np.float64)
     cv2.setRNGSeed(0)
     cv2.grabCut(roi, mask, None, bgd, fgd, 4, cv2.GC_INIT_WITH_MASK)
@@ -258,12 +269,15 @@ def boxes_pips(folder: str) -> bool:
 def with_die_boxes(labelled: LabelledImage, image=None) -> LabelledImage:
     """``labelled`` with each pip box grown to its die's box (:func:`grow_pip_box`) when its
     folder labels pips (:func:`boxes_pips`); a box that cannot be grown becomes the square its
-    die typically fills (:func:`typical_die_box`).
+    die typically fills (:func:`typical_die_box`). A one (its box is its pip) is grown last,
+    with the median outline of the image's grown dice of faces 2 to 6 as its typical size.
 
     Args:
         image: the image's ``HxWx3 uint8 BGR`` pixels when already loaded (else read from disk).
     """
     from dataclasses import replace
+
+    import numpy as np
 
     if not boxes_pips(labelled.folder) or not labelled.dice:
         return labelled
@@ -273,8 +287,15 @@ def with_die_boxes(labelled: LabelledImage, image=None) -> LabelledImage:
         image = cv2.imread(str(labelled.path), cv2.IMREAD_COLOR)
         if image is None:
             raise ValueError(f"not an image: {labelled.path}")
-    dice = []
-    for die in labelled.dice:
-        box = grow_pip_box(image, die, [d for d in labelled.dice if d is not die])
-        dice.append(replace(die, box=box or typical_die_box(die)))
-    return replace(labelled, dice=tuple(dice))
+    grown: dict[int, tuple] = {}
+    sizes = []  # outlines across (pixels) of the faces 2 to 6 grown
+    # Faces 2 to 6 first: their pips span the top face, so they grow surely and give the
+    # image's die size to the ones, whose box is a single pip.
+    for i in sorted(range(len(labelled.dice)), key=lambda i: labelled.dice[i].face == "1"):
+        die = labelled.dice[i]
+        size = float(np.median(sizes)) if die.face == "1" and sizes else None
+        box = grow_pip_box(image, die, [d for d in labelled.dice if d is not die], size)
+        if box and die.face != "1":
+            sizes.append(max(box[2] - box[0], box[3] - box[1]))
+        grown[i] = box or typical_die_box(die, size)
+    return replace(labelled, dice=tuple(replace(d, box=grown[i]) for i, d in enumerate(labelled.dice)))
