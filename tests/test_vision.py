@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pi_table.vision import DiceReader, crop_die, load_image
-from pi_table.vision.dataset import load_crops, load_yolo, parse_crop_label
+from pi_table.vision.dataset import LabelledDie, LabelledImage, load_crops, load_yolo, parse_crop_label
 from pi_table.vision.reader import decode, reading_order
 from tests.conftest import REPO, drawn_die_scene, need_shared
 
@@ -259,6 +259,18 @@ def test_training_smoke(tmp_path):
     assert json.loads((tmp_path / "b" / "train-log.json").read_text())["detector_from"] == str(tmp_path)
     result = subprocess.run(again + ["--det-from", str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--det-from: no detector.onnx" in result.stderr and "Traceback" not in result.stderr
+    # --calibrate-only fits the temperature and thresholds again and keeps the weights
+    weights = (tmp_path / "classifier.onnx").read_bytes()
+    recal = [sys.executable, "-m", "pi_table.train", "--data", str(real), "--renders", str(renders), "--out", str(tmp_path),
+             "--smoke", "--calibrate-only"]
+    result = subprocess.run(recal, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "classifier.onnx").read_bytes() == weights
+    logged = json.loads((tmp_path / "train-log.json").read_text())
+    assert "recalibrated" in logged and logged["threshold"] == json.loads((tmp_path / "reader.json").read_text())["threshold"]
+    # another seed splits the photos otherwise: its calib photos could be these models' training photos
+    result = subprocess.run(recal + ["--seed", "1"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "not this data's split" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_score_counts_status_by_threshold_and_calibrates_on_the_best_face():
@@ -272,6 +284,28 @@ def test_score_counts_status_by_threshold_and_calibrates_on_the_best_face():
     score.count_read(Die("d6", "3", 3, (0, 0, 10, 10), 0.97, "ok"), "d6", "5", threshold=0.9)  # wrong, sure
     assert (score.right, score.unreadable, score.wrong_ok) == (1, 1, 1)
     assert score.calibration == [(0.6, True), (0.95, True), (0.97, False)]
+    assert score.face_confidence == [0.6, 0.95, 0.97]  # not known: the reported confidence stands in
+
+
+def test_threshold_rule_counts_face_errors_not_the_chance_of_no_die(tmp_path, monkeypatch):
+    """The calib dice are matched to labelled dice, so the expected wrong share at ok is the
+    mean of (1 - face confidence): a die sure of its face (0.999) but reported at 0.996
+    because of a 0.3% chance that the box holds no die expects 0.1% wrong, under the 0.3%
+    target, from the lowest threshold on; counting the reported confidence (0.4%) never would."""
+    import pi_table.vision.reader as reader_module
+    from pi_table.train.__main__ import choose_threshold
+    from pi_table.vision.dice import Die
+
+    path = tmp_path / "a.png"
+    cv2.imwrite(str(path), np.zeros((100, 100, 3), np.uint8))
+    labelled = LabelledImage(path, 100, 100, (LabelledDie("d6", "4", (30, 30, 70, 70)),), "f")
+    Fixed = fixed_reader(Die("d6", "4", 4, (30, 30, 70, 70), 0.996, "ok", 0.999))
+    Fixed.second_look = 4
+    monkeypatch.setattr(reader_module, "DiceReader", lambda models, threads=0: Fixed())
+    assert choose_threshold(tmp_path, [labelled], 0.003) == 0.5
+    assert choose_threshold(tmp_path, [labelled], 0.0005) == 0.99  # 0.1% expected is over this target
+    assert Die("d6", "4", 4, (0, 0, 1, 1), 0.9, "ok", 0.95) == Die("d6", "4", 4, (0, 0, 1, 1), 0.9, "ok")
+    assert "face_confidence" not in Die("d6", "4", 4, (0, 0, 1, 1), 0.9, "ok", 0.95).to_json()
 
 
 def test_read_crop_finds_the_die_in_a_loose_crop(reader):

@@ -73,6 +73,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "materials the two photo folders lack (models/classifier.md: rendered d6 and held-out photos, "
                    "measured by pi-table eval)")
     p.add_argument("--label-smoothing", type=float, default=0.02, help="the classifier's label smoothing (0..0.5)")
+    p.add_argument("--calibrate-only", action="store_true", help="train nothing: fit the temperature and choose the "
+                   "thresholds again for the models in --out (trained with the same --data, --renders and --seed)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
@@ -211,15 +213,18 @@ def main(argv=None) -> int:
         # matteop65 boxes a die's pips (a one's box is its pip): grow them to the die (GrabCut), as
         # every other source boxes dice; trained on pip boxes the detector finds lone pips as dice.
         t0 = time.time()
-        train_imgs = [with_die_boxes(im) for im in train_imgs]
+        train_imgs = train_imgs if args.calibrate_only else [with_die_boxes(im) for im in train_imgs]
         calib_imgs = [with_die_boxes(im) for im in calib_imgs]
         log(f"pip boxes grown to die boxes in {time.time() - t0:.0f} s")
-    (args.out / "splits.json").write_text(json.dumps({
+    splits_text = json.dumps({
         "seed": args.seed,
         "trained_on": [f for f in trained if splits[f]["train"]] + (["renders"] if render_images else []),
         "folders": {f: {k: [im.path.name for im in v] for k, v in s.items()} for f, s in splits.items()},
-    }, indent=1) + "\n")
+    }, indent=1) + "\n"
     calib_imgs += render_calib
+    if args.calibrate_only:
+        return recalibrate_only(args, calib_imgs, splits_text)
+    (args.out / "splits.json").write_text(splits_text)
     log(f"train {len(train_imgs)} photos + {len(render_images)} renders, calib {len(calib_imgs)}; folders {trained}")
 
     # Pips are read here; a numbered die only by its shape (``d8:*``), its numeral by the numeral model.
@@ -403,22 +408,63 @@ def main(argv=None) -> int:
     numerals = args.out / "numerals.json"  # written by python3 -m pi_table.train.numerals
     if numerals.is_file() and any(c.endswith(":*") for c in classes):
         config["numerals"] = json.loads(numerals.read_text())
-    (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
-    # The temperature is fitted on the calib photos: real dice are what the kit reads (the
-    # numeral model has its own, fitted on renders).
-    temperature = calibrate(args.out, [im for im in calib_imgs if im.folder != "renders"], classes)
-    config["classifier"]["temperature"] = temperature
-    # The temperature is the single view's; the threshold is chosen with the second look on, as it runs.
-    config["second_look"] = args.second_look
-    (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
-    if args.threshold is None:
-        config.update(choose_thresholds(args.out, calib_imgs, args.wrong_target))
-        (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
-    history["thresholds"] = config.get("thresholds", {})
-    history["threshold"] = config["threshold"]
-    history.update(temperature=temperature, seconds=round(time.time() - started, 1), args={k: str(v) for k, v in vars(args).items()})
+    history.update(calibrate_reader(args.out, config, calib_imgs, args))
+    history.update(seconds=round(time.time() - started, 1), args={k: str(v) for k, v in vars(args).items()})
     (args.out / "train-log.json").write_text(json.dumps(history, indent=1) + "\n")
-    log(f"done in {time.time() - started:.0f} s; temperature {temperature:.3f}; models in {args.out}")
+    log(f"done in {time.time() - started:.0f} s; temperature {history['temperature']:.3f}; models in {args.out}")
+    return 0
+
+
+def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Namespace) -> dict:
+    """Fit ``config``'s temperature and choose its thresholds on the calib split, writing
+    ``models/reader.json`` at each step (the reader reads it); the figures for the training log.
+
+    The temperature is fitted on the calib photos (:func:`calibrate`): real dice are what the
+    kit reads (the numeral model has its own, fitted on renders). It is the single view's;
+    the thresholds are chosen with the second look on, as it runs (:func:`choose_thresholds`),
+    unless ``args.threshold`` fixes the threshold.
+    """
+    classes = config["classifier"]["classes"]
+    config["classifier"]["temperature"] = 1.0
+    config.pop("thresholds", None)
+    config.pop("second_look", None)
+    (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+    temperature = calibrate(models, [im for im in calib_imgs if im.folder != "renders"], classes)
+    config["classifier"]["temperature"] = temperature
+    config["second_look"] = args.second_look
+    (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+    if args.threshold is None:
+        config.update(choose_thresholds(models, calib_imgs, args.wrong_target))
+    else:
+        config["threshold"] = args.threshold
+    (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+    return {"temperature": temperature, "threshold": config["threshold"], "thresholds": config.get("thresholds", {})}
+
+
+def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> int:
+    """``--calibrate-only``: the models in ``args.out`` keep their weights; their temperature
+    and thresholds are fitted again on the calib split (:func:`calibrate_reader`), and the
+    training log records it. The split must be the one the models were trained with
+    (``splits.json``, same data and seed), or the calib photos could be training photos."""
+    reader_json, splits_json = args.out / "reader.json", args.out / "splits.json"
+    for path in (reader_json, splits_json, args.out / "classifier.onnx", args.out / "detector.onnx"):
+        if not path.is_file():
+            print(f"error: --calibrate-only: no {path.name} in {args.out}", file=sys.stderr)
+            raise SystemExit(2)
+    if json.loads(splits_json.read_text()) != json.loads(splits_text):
+        print(f"error: --calibrate-only: {splits_json} is not this data's split for seed {args.seed}", file=sys.stderr)
+        raise SystemExit(2)
+    started = time.time()
+    config = json.loads(reader_json.read_text())
+    figures = calibrate_reader(args.out, config, calib_imgs, args)
+    log_path = args.out / "train-log.json"
+    history = json.loads(log_path.read_text()) if log_path.is_file() else {}
+    history.update(figures)
+    history["recalibrated"] = {"seconds": round(time.time() - started, 1),
+                               "args": {k: str(v) for k, v in vars(args).items()}}
+    log_path.write_text(json.dumps(history, indent=1) + "\n")
+    log(f"recalibrated in {time.time() - started:.0f} s; temperature {figures['temperature']:.3f}; "
+        f"thresholds {figures['threshold']} {figures['thresholds']}")
     return 0
 
 
@@ -484,9 +530,13 @@ def choose_threshold(models: Path, images, wrong_target: float) -> float:
     """The lowest confidence threshold (0.5..0.99) at which the calib split's dice reported
     ``ok`` are expected to be read wrong at most ``wrong_target`` of the time; 0.99 if none.
 
-    The expected share is the mean of (1 - confidence) over those dice: the confidence is
+    The expected share is the mean of (1 - face confidence) over those dice: the confidence is
     calibrated (temperature fitted first), and a calib split of a few hundred dice is too small
-    to count errors at a 0.3% rate directly. Each candidate threshold is scored as it would run:
+    to count errors at a 0.3% rate directly. Face confidence (:attr:`Die.face_confidence`) is
+    the chance the face is right given a die: these dice are matched to labelled dice, so the
+    reported confidence's other factor, the chance the box holds no die at all, is no chance of
+    a wrong face here (counted in, it alone added about 0.05 points to every die's expected
+    error, a sixth of the 0.3% target). Each candidate threshold is scored as it would run:
     the reader (with ``reader.json``'s second look, which reads again the dice below that same
     threshold) reads every image and :func:`pi_table.vision.evaluate.score_image` scores it;
     the counted errors are logged beside the expected ones.
@@ -506,11 +556,12 @@ def choose_threshold(models: Path, images, wrong_target: float) -> float:
             total = Score()
             for im in images:
                 total.add(score_image(reader, im))
-            scored = (np.array([c for c, _ in total.calibration]), np.array([r for _, r in total.calibration], bool))
-        conf, right = scored
+            scored = (np.array([c for c, _ in total.calibration]), np.array([r for _, r in total.calibration], bool),
+                      np.array(total.face_confidence, float))
+        conf, right, face = scored
         ok = conf >= t
-        if ok.any() and float(np.mean(1 - conf[ok])) <= wrong_target:
-            log(f"threshold {t:.2f}: calib expected wrong at ok {np.mean(1 - conf[ok]):.2%}, counted "
+        if ok.any() and float(np.mean(1 - face[ok])) <= wrong_target:
+            log(f"threshold {t:.2f}: calib expected wrong at ok {np.mean(1 - face[ok]):.2%}, counted "
                 f"{(~right[ok]).sum()}/{ok.sum()}, unreadable {(~ok).sum()}/{len(ok)}")
             return float(t)
     return 0.99

@@ -83,7 +83,8 @@ def main(argv=None) -> int:
     accuracy = "\n".join([HEADER, *rows])
     accuracy += (f"\n\nWhat the `unreadable` threshold costs: the same reads, cut at other thresholds (`--sweep`). "
                  f"The shipped threshold, {config['threshold']}, was chosen on the calib split as the lowest at which "
-                 f"the calibrated confidences expect at most 0.3% wrong at `ok`; it was not chosen on these images.\n\n"
+                 f"the calibrated face confidences (the chance of the right face given a die) expect at most 0.3% wrong "
+                 f"at `ok`; it was not chosen on these images.\n\n"
                  "| data (held out) | threshold | read right | wrong at `ok` | unreadable |\n|---|---|---|---|---|\n"
                  + "\n".join(f"| {name} | {r['threshold']:g}{' (shipped)' if r['threshold'] == config['threshold'] else ''} "
                               f"| {r['read_right']:.2%} | {r['wrong_at_ok']:.2%} | {r['unreadable']:.2%} |"
@@ -120,11 +121,16 @@ def main(argv=None) -> int:
                          if log.get("args", {}).get("render_d6_faces", "False") == "True" else
                          "d6 faces were learnt from the real photos; rendered d6 only taught the classifier that "
                          "they are d6 (not which face), and the detector to find them."))
+    train_command = args.train_command
+    if "recalibrated" in log:
+        # the weights are that command's; the temperature and thresholds were fitted again since
+        train_command += ("\n# then the temperature and thresholds fitted again on the calib split (weights unchanged):\n"
+                          + " ".join(["python3 -m pi_table.train", *args.train_command.split()[3:], "--calibrate-only"]))
     today = date.today().isoformat()
     common = f"""Command that trained it (CPU, {os.cpu_count()} cores, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
 ```sh
-{args.train_command}
+{train_command}
 ```
 
 ## Data

@@ -63,6 +63,9 @@ class Die:
         box: (x0, y0, x1, y1) in pixels of the input image, x right, y down.
         confidence: 0..1, calibrated probability that ``face`` is right.
         status: one of :data:`STATUSES`.
+        face_confidence: 0..1, the probability that ``face`` is right given that the box holds
+            a die (``confidence`` is this times the chance that it is a die at all); None when
+            not known (a die read back from JSON). Not in the JSON; used to choose thresholds.
     """
 
     kind: str
@@ -71,6 +74,7 @@ class Die:
     box: tuple[float, float, float, float]
     confidence: float
     status: str = "ok"
+    face_confidence: float | None = field(default=None, compare=False)
 
     def to_json(self) -> dict:
         """The ``dice`` entry of INTERFACES.md ``read --json``."""

@@ -39,6 +39,8 @@ class Score:
     centre_right: int = 0
     confusion: Counter = field(default_factory=Counter)  # (truth, read) -> count; read "-" missed, "?" unreadable
     calibration: list = field(default_factory=list)  # (confidence, right) per matched die
+    # per matched die, the chance its face is right given that it is a die (Die.face_confidence)
+    face_confidence: list = field(default_factory=list)
     ms: list = field(default_factory=list)
     # The same counts per die kind: labelled dice by their kind, detections by the kind read.
     kinds: dict = field(default_factory=dict)
@@ -49,6 +51,7 @@ class Score:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.confusion.update(other.confusion)
         self.calibration += other.calibration
+        self.face_confidence += other.face_confidence
         self.ms += other.ms
         for kind, score in other.kinds.items():
             self.kinds.setdefault(kind, Score()).add(score)
@@ -64,6 +67,7 @@ class Score:
         self.found += 1
         right = die.kind == kind and die.face == face
         self.calibration.append((die.confidence, right))
+        self.face_confidence.append(die.confidence if die.face_confidence is None else die.face_confidence)
         if read_ok(die, threshold):
             self.right += right
             self.wrong_ok += not right

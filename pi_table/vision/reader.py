@@ -478,14 +478,15 @@ class DiceReader:
             faces[none] = 0
             total = float(faces.sum())
             best = int(np.argmax(faces))
-            confidence = float(faces[best] / total) if total > 0 else 0.0
+            face_confidence = float(faces[best] / total) if total > 0 else 0.0
             kind, face = classes[best].split(":")
             # The die's confidence: right face given a die, times the chance it is a die at all.
-            confidence *= 1.0 - (0.0 if crop_mode else float(p[none]))
+            confidence = face_confidence * (1.0 - (0.0 if crop_mode else float(p[none])))
             if confidence < (self.threshold_for(kind) if threshold is None else float(threshold)):
-                dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence, "unreadable"))
+                dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence,
+                                "unreadable", face_confidence))
             else:
-                dice.append(Die(kind, face, face_value(kind, face), box, confidence, "ok"))
+                dice.append(Die(kind, face, face_value(kind, face), box, confidence, "ok", face_confidence))
         return dice
 
     def read(self, image: np.ndarray, name: str = "", kinds=None, threshold: float | None = None) -> Reading:
