@@ -268,6 +268,11 @@ def test_training_smoke(tmp_path):
     assert (tmp_path / "classifier.onnx").read_bytes() == weights
     logged = json.loads((tmp_path / "train-log.json").read_text())
     assert "recalibrated" in logged and logged["threshold"] == json.loads((tmp_path / "reader.json").read_text())["threshold"]
+    # a folder without trained models: one line, before any data is loaded, nothing made
+    result = subprocess.run(recal[:-2] + ["--out", str(tmp_path / "none"), "--calibrate-only"], capture_output=True,
+                            text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--calibrate-only: no reader.json" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "none").exists()
     # another seed splits the photos otherwise: its calib photos could be these models' training photos
     result = subprocess.run(recal + ["--seed", "1"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "not this data's split" in result.stderr and "Traceback" not in result.stderr

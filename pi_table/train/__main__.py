@@ -188,6 +188,12 @@ def main(argv=None) -> int:
     from pi_table.train.nets import ClassifierNet, DetectorNet, export_classifier, export_detector
     from pi_table.vision.dice import class_key
 
+    if args.calibrate_only:
+        # before loading any data: a wrong --out fails at once
+        for name in ("reader.json", "splits.json", "classifier.onnx", "detector.onnx"):
+            if not (args.out / name).is_file():
+                print(f"error: --calibrate-only: no {name} in {args.out}", file=sys.stderr)
+                raise SystemExit(2)
     rng, started = start(args)
 
     # ---- data and splits
@@ -446,11 +452,7 @@ def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> 
     and thresholds are fitted again on the calib split (:func:`calibrate_reader`), and the
     training log records it. The split must be the one the models were trained with
     (``splits.json``, same data and seed), or the calib photos could be training photos."""
-    reader_json, splits_json = args.out / "reader.json", args.out / "splits.json"
-    for path in (reader_json, splits_json, args.out / "classifier.onnx", args.out / "detector.onnx"):
-        if not path.is_file():
-            print(f"error: --calibrate-only: no {path.name} in {args.out}", file=sys.stderr)
-            raise SystemExit(2)
+    reader_json, splits_json = args.out / "reader.json", args.out / "splits.json"  # checked there (main)
     if json.loads(splits_json.read_text()) != json.loads(splits_text):
         print(f"error: --calibrate-only: {splits_json} is not this data's split for seed {args.seed}", file=sys.stderr)
         raise SystemExit(2)

@@ -125,7 +125,7 @@ def main(argv=None) -> int:
     if "recalibrated" in log:
         # the weights are that command's; the temperature and thresholds were fitted again since
         train_command += ("\n# then the temperature and thresholds fitted again on the calib split (weights unchanged):\n"
-                          + " ".join(["python3 -m pi_table.train", *args.train_command.split()[3:], "--calibrate-only"]))
+                          + args.train_command + " --calibrate-only")
     today = date.today().isoformat()
     common = f"""Command that trained it (CPU, {os.cpu_count()} cores, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
