@@ -57,8 +57,9 @@ def mock_pins():
 
 
 def pip_radius(n: int, side: int) -> int:
-    """Pip radius in pixels on a die ``side`` pixels across: a one's pip is larger (as on matteop65's dice)."""
-    return side // 7 if n == 1 else side // 12
+    """Pip radius in pixels on a die ``side`` pixels across: a sixth of the side across, about as
+    on matteop65's dice (their outline, sides included, is 7.6 times a one's pip)."""
+    return side // 12
 
 
 def drawn_die_scene(pips, die=(60, 50, 130, 120), size=200, seed=0):

@@ -272,6 +272,24 @@ def test_a_one_that_cannot_grow_takes_the_size_of_the_images_other_dice(tmp_path
     assert (one_box[0] + one_box[2]) / 2 == pytest.approx(220)
 
 
+@pytest.mark.parametrize("loose", [1.2, 2.6, 4.0])
+def test_a_one_alone_is_sized_by_its_pip_however_loosely_it_is_boxed(tmp_path, loose):
+    """In an image of ones alone there is no other die to take a size from: the one's die is
+    sized by its pip's measured diameter, so a box drawn loosely round the pip (matteop65's
+    images of ones) no longer makes the die up to twice too big."""
+    from pi_table.vision.dataset import pip_diameter, with_die_boxes
+
+    die = (60, 50, 130, 120)
+    image = drawn_die_scene([(0.5, 0.5)], die)
+    path = tmp_path / "d.png"
+    cv2.imwrite(str(path), image)
+    r = pip_radius(1, 70) * loose
+    one = LabelledDie("d6", "1", (95 - r, 85 - r, 95 + r, 85 + r))
+    assert pip_diameter(image, one.box) == pytest.approx(2 * pip_radius(1, 70) + 1, abs=1)
+    grown = with_die_boxes(LabelledImage(path, 200, 200, (one,), "matteop65-d6-desk/Train"))
+    assert iou(grown.dice[0].box, die) > 0.85, grown.dice[0].box
+
+
 def test_set_cross_entropy_is_cross_entropy_for_one_class_and_a_sum_for_a_set():
     """One allowed class: torch's label-smoothed cross-entropy; a set (a rendered d6, face not
     trusted): -log of the set's summed probability."""

@@ -181,12 +181,52 @@ PIP_BOX_FOLDERS: tuple[str, ...] = ("matteop65-d6-desk",)
 # searches 1.1 times this.
 _TYPICAL = {"1": 4.6}
 _TYPICAL_OTHER = 1.65
+# A one's die outline across per its pip's diameter, for a one with no other die in its image to
+# take a size from: 7.6 on matteop65 (the median over its 40 ones that share an image with dice
+# of other faces; 7.2 to 9.2 from the 10th to the 90th percentile). A one's box there holds its
+# pip but is drawn loosely in the images of ones alone (1.7 to 4.5 times the pip across), so
+# 4.6 times the box made their dice up to twice too big; the pip itself is measured instead.
+_ONE_PER_PIP = 7.6
+
+
+def pip_diameter(image, box) -> float | None:
+    """Diameter in pixels (the long side of its bounding box) of the dark pip in ``box``.
+
+    The box (x0, y0, x1, y1 pixels, a one's label) is split into dark and light by Otsu's
+    threshold on grey (Otsu 1979); the pip is the dark part holding the box's centre, else
+    the one nearest it. ``image`` is ``HxWx3 uint8 BGR``. None when the box holds no dark part.
+    """
+    import cv2
+    import numpy as np
+
+    h, w = image.shape[:2]
+    x0, y0 = int(max(0, np.floor(box[0]))), int(max(0, np.floor(box[1])))
+    x1, y1 = int(min(w, np.ceil(box[2]))), int(min(h, np.ceil(box[3])))
+    if x1 - x0 < 3 or y1 - y0 < 3:
+        return None
+    grey = cv2.cvtColor(np.ascontiguousarray(image[y0:y1, x0:x1]), cv2.COLOR_BGR2GRAY)
+    _, dark = cv2.threshold(grey, 0, 1, cv2.THRESH_BINARY_INV + cv2.THRESH_OTSU)
+    n, labels, stats, centres = cv2.connectedComponentsWithStats(dark)
+    if n < 2:
+        return None
+    cx, cy = (x1 - x0) / 2, (y1 - y0) / 2
+    k = int(labels[min(y1 - y0 - 1, int(cy)), min(x1 - x0 - 1, int(cx))])
+    if k == 0:
+        k = 1 + int(np.argmin(np.hypot(centres[1:, 0] - cx, centres[1:, 1] - cy)))
+    return float(max(stats[k, 2], stats[k, 3]))
+
+
+def one_size(image, die: LabelledDie) -> float | None:
+    """A one's die outline across in pixels from its pip: :data:`_ONE_PER_PIP` times the
+    pip's diameter (:func:`pip_diameter`, in the one's label box); None when no pip is found."""
+    pip = pip_diameter(image, die.box)
+    return _ONE_PER_PIP * pip if pip else None
 
 
 def typical_die_box(die: LabelledDie, size: float | None = None) -> tuple[float, float, float, float]:
     """The square a die labelled by its pips typically fills, centred on its pip box: ``size``
-    pixels across when given (the image's other dice, :func:`with_die_boxes`), else
-    :data:`_TYPICAL` times the pip box's long side."""
+    pixels across when given (the image's other dice or a one's pip, :func:`with_die_boxes`),
+    else :data:`_TYPICAL` times the pip box's long side."""
     x0, y0, x1, y1 = die.box
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     half = (size or max(x1 - x0, y1 - y0, 2.0) * _TYPICAL.get(die.face, _TYPICAL_OTHER)) / 2
@@ -208,7 +248,8 @@ def grow_pip_box(image, die: LabelledDie, others=(), size: float | None = None) 
         die: the labelled die (``box`` boxes its pips).
         others: the other labelled dice of the image.
         size: the die's typical outline across in pixels when known (the median of the image's
-            other grown dice); else :data:`_TYPICAL` times the pip box's long side.
+            other grown dice); else, for a one, sized by its pip (:func:`one_size`), and
+            otherwise :data:`_TYPICAL` times the pip box's long side.
 
     Returns:
         The die's box, or None when the segment is not a plausible die (empty, not holding
@@ -221,7 +262,7 @@ def grow_pip_box(image, die: LabelledDie, others=(), size: float | None = None) 
     x0, y0, x1, y1 = die.box
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     side = max(x1 - x0, y1 - y0, 2.0)
-    typical = size or side * _TYPICAL.get(die.face, _TYPICAL_OTHER)
+    typical = size or (one_size(image, die) if die.face == "1" else None) or side * _TYPICAL.get(die.face, _TYPICAL_OTHER)
     expected = 1.1 * typical
     # GrabCut works on the square round the die (plus a band of background to learn from).
     h, w = image.shape[:2]
@@ -270,7 +311,8 @@ def with_die_boxes(labelled: LabelledImage, image=None) -> LabelledImage:
     """``labelled`` with each pip box grown to its die's box (:func:`grow_pip_box`) when its
     folder labels pips (:func:`boxes_pips`); a box that cannot be grown becomes the square its
     die typically fills (:func:`typical_die_box`). A one (its box is its pip) is grown last,
-    with the median outline of the image's grown dice of faces 2 to 6 as its typical size.
+    with the median outline of the image's grown dice of faces 2 to 6 as its typical size, or,
+    in an image of ones alone, :data:`_ONE_PER_PIP` times its pip's diameter (:func:`pip_diameter`).
 
     Args:
         image: the image's ``HxWx3 uint8 BGR`` pixels when already loaded (else read from disk).
@@ -293,7 +335,9 @@ def with_die_boxes(labelled: LabelledImage, image=None) -> LabelledImage:
     # image's die size to the ones, whose box is a single pip.
     for i in sorted(range(len(labelled.dice)), key=lambda i: labelled.dice[i].face == "1"):
         die = labelled.dice[i]
-        size = float(np.median(sizes)) if die.face == "1" and sizes else None
+        size = None
+        if die.face == "1":
+            size = float(np.median(sizes)) if sizes else one_size(image, die)
         box = grow_pip_box(image, die, [d for d in labelled.dice if d is not die], size)
         if box and die.face != "1":
             sizes.append(max(box[2] - box[0], box[3] - box[1]))
