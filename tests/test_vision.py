@@ -12,7 +12,7 @@ import pytest
 
 from pi_table.vision import DiceReader, crop_die, load_image
 from pi_table.vision.dataset import LabelledDie, LabelledImage, load_crops, load_yolo, parse_crop_label
-from pi_table.vision.reader import decode, reading_order
+from pi_table.vision.reader import Classifier, decode, reading_order
 from tests.conftest import REPO, drawn_die_scene, need_shared
 
 DEMO = REPO / "pi_table" / "demo"
@@ -236,6 +236,12 @@ def test_training_smoke(tmp_path):
     image = load_image(sorted(DEMO.glob("*.jpg"))[0])
     reading = trained.read(image)
     assert reading.width == 640
+    # --ensemble 2 (the default): a second classifier from the next seed; the reader averages both
+    assert config["classifier"]["file"] == ["classifier.onnx", "classifier-2.onnx"]
+    crops = trained.classifier.crops(image, [(100, 100, 160, 160)])
+    each = [Classifier(tmp_path / f, trained.classifier.classes).logits(crops) for f in config["classifier"]["file"]]
+    assert not np.allclose(each[0], each[1], atol=1e-4)  # two seeds, two nets
+    assert np.allclose(trained.classifier.logits(crops), np.mean(each, axis=0), atol=1e-5)
     # second look on the numeral model: an unsure numeral is the mean of its view and three quarter turns
     boxes = [(100, 100, 160, 160), (300, 300, 340, 350)]
     trained.thresholds = {k: 1.01 for k in ("d8", "d10", "d10-tens")}  # every numeral unsure
@@ -254,9 +260,18 @@ def test_training_smoke(tmp_path):
              "--out", str(tmp_path / "b"), "--smoke"]
     result = subprocess.run(again + ["--det-from", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]
-    for name in ("detector.onnx", "classifier.onnx"):
+    for name in ("detector.onnx", "classifier.onnx", "classifier-2.onnx"):
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / name).read_bytes(), name
     assert json.loads((tmp_path / "b" / "train-log.json").read_text())["detector_from"] == str(tmp_path)
+    # --ensemble 1: one classifier, and the second of an earlier run in that folder is removed
+    result = subprocess.run(again + ["--det-from", str(tmp_path), "--ensemble", "1"], capture_output=True, text=True,
+                            timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not (tmp_path / "b" / "classifier-2.onnx").exists()
+    assert json.loads((tmp_path / "b" / "reader.json").read_text())["classifier"]["file"] == "classifier.onnx"
+    assert (tmp_path / "b" / "classifier.onnx").read_bytes() == (tmp_path / "classifier.onnx").read_bytes()
+    result = subprocess.run(again + ["--ensemble", "0"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--ensemble must be 1 or more, got 0" in result.stderr
     result = subprocess.run(again + ["--det-from", str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--det-from: no detector.onnx" in result.stderr and "Traceback" not in result.stderr
     # --calibrate-only fits the temperature and thresholds again and keeps the weights

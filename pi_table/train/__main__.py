@@ -4,7 +4,8 @@
     python3 -m pi_table.train --data ../shared/data/real --renders renders/train --out models/ --seed 0
     python3 -m pi_table.train --data ../shared/data/real --out /tmp/m --smoke     # a minute: checks the code
 
-Writes ``detector.onnx``, ``classifier.onnx``, ``reader.json`` (settings the runtime reads),
+Writes ``detector.onnx``, ``classifier.onnx`` (and ``classifier-2.onnx``... for ``--ensemble``),
+``reader.json`` (settings the runtime reads),
 ``splits.json`` (which images were train / calib / valid, per data folder) and
 ``train-log.json`` into ``--out``. CPU only, deterministic for a given seed and thread count.
 """
@@ -48,6 +49,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cls-width", type=float, default=1.5, help="classifier channel multiplier (1: 16-32-64-96 "
                    "channels; its run time grows about as its square)")
     p.add_argument("--crop-size", type=int, default=48, help="classifier crop side, pixels")
+    p.add_argument("--ensemble", type=int, default=2, help="classifiers trained (each from its own seed: --seed, "
+                   "--seed + 1, ...) on the same data and split, whose raw scores the reader averages (a deep "
+                   "ensemble; classifier.onnx, classifier-2.onnx, ...); 1 for one")
     p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
     p.add_argument("--threshold", type=float, default=None, help="confidence below which a die is reported unreadable "
                    "(default: chosen on the calib split, see --wrong-target)")
@@ -80,6 +84,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if not 0 <= args.label_smoothing <= 0.5:
         print(f"error: --label-smoothing must be 0..0.5, got {args.label_smoothing}", file=sys.stderr)
+        raise SystemExit(2)
+    if args.ensemble < 1:
+        print(f"error: --ensemble must be 1 or more, got {args.ensemble}", file=sys.stderr)
         raise SystemExit(2)
     for option in ("det_width", "cls_width"):
         if not getattr(args, option) > 0:
@@ -351,60 +358,69 @@ def main(argv=None) -> int:
             return D.DieCrop(image, np.zeros(4, np.float32), False)
         return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
 
-    # The classifier stage starts again from the seed, so that a run with --det-from trains the
-    # same classifier as a full run whose detector came out byte for byte the same.
-    rng = np.random.default_rng(args.seed)
-    torch.manual_seed(args.seed)
-    cv2.setRNGSeed(args.seed)  # the photometric noise (cv2.randn); seed 0 is OpenCV's start-up state
-    cls = ClassifierNet(len(classes), width=args.cls_width, crop_size=args.crop_size)
-    opt = torch.optim.AdamW(cls.parameters(), lr=args.cls_lr, weight_decay=5e-4)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.cls_lr, total_steps=args.cls_steps, pct_start=0.05)
-    cls.train()
-    losses, t0 = [], time.time()
-    n_neg = max(1, args.cls_batch // 6)
-    for step in range(args.cls_steps):
-        crops, targets, boxes, known = [], [], [], []
-        for i in rng.choice(len(dice_pool), args.cls_batch - n_neg, p=dice_w):
-            im, d = dice_pool[i]
-            if rng.random() < args.paste and im.folder in paste_folders:
-                c = pasted_crop(im, d)
-            else:
-                c = D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin)
-            crops.append(D.photometric(c.image, rng, args.cls_augment))
-            targets.append(allowed_classes(classes, main_label(d), kind_only=im.folder == "renders"
-                                           and d.kind not in NUMBERED and not args.render_d6_faces))
-            boxes.append(c.box), known.append(c.box_known)
-        while len(crops) < args.cls_batch:
-            r = rng.random()  # negatives: 35% mined, then pasted (--paste of the rest), then photo background
-            if mined and r < 0.35:
-                im, box = mined[int(rng.integers(len(mined)))]
-                neg = D.die_crop(image_of(im), box, rng, args.crop_size, args.margin, jitter=0.5).image
-            elif args.paste and r < 0.35 + 0.65 * args.paste:
-                neg = pasted_crop(None, None).image
-            else:
-                im = pool[int(rng.choice(len(pool), p=weights))]
-                neg = D.negative_crop(image_of(im), boxes_of(im), rng, args.crop_size, args.margin)
-            if neg is not None:
-                crops.append(D.photometric(neg, rng, args.cls_augment))
-                targets.append(allowed_classes(classes, "none"))
-                boxes.append(np.zeros(4, np.float32)), known.append(False)
-        x = torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
-        y = torch.from_numpy(np.stack(targets))
-        logits, box = cls(x)
-        loss = set_cross_entropy(logits, y, args.label_smoothing)
-        mask = torch.tensor(known, dtype=torch.float32)[:, None]
-        l_box = (torch.nn.functional.smooth_l1_loss(box, torch.from_numpy(np.stack(boxes)), reduction="none", beta=0.05)
-                 * mask).sum() / mask.sum().clamp(min=1)
-        loss = loss + args.box_weight * l_box
-        optimise(opt, sched, loss, losses, step, args.cls_steps, "classifier", t0)
-    history["classifier_loss"] = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
-    cls_path = args.out / "classifier.onnx"
-    export_classifier(cls, cls_path, args.crop_size)
+    cls_files = ["classifier.onnx"] + [f"classifier-{k + 1}.onnx" for k in range(1, args.ensemble)]
+    for member, cls_file in enumerate(cls_files):
+        # Each classifier starts again from its seed (--seed for the first), so that a run with
+        # --det-from trains the same classifiers as a full run whose detector came out byte for byte
+        # the same; the members differ only in their seed (initial weights, batches, augmentation).
+        rng = np.random.default_rng(args.seed + member)
+        torch.manual_seed(args.seed + member)
+        cv2.setRNGSeed(args.seed + member)  # the photometric noise (cv2.randn); seed 0 is OpenCV's start-up state
+        what = "classifier" if len(cls_files) == 1 else f"classifier {member + 1}/{len(cls_files)}"
+        cls = ClassifierNet(len(classes), width=args.cls_width, crop_size=args.crop_size)
+        opt = torch.optim.AdamW(cls.parameters(), lr=args.cls_lr, weight_decay=5e-4)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.cls_lr, total_steps=args.cls_steps, pct_start=0.05)
+        cls.train()
+        losses, t0 = [], time.time()
+        n_neg = max(1, args.cls_batch // 6)
+        for step in range(args.cls_steps):
+            crops, targets, boxes, known = [], [], [], []
+            for i in rng.choice(len(dice_pool), args.cls_batch - n_neg, p=dice_w):
+                im, d = dice_pool[i]
+                if rng.random() < args.paste and im.folder in paste_folders:
+                    c = pasted_crop(im, d)
+                else:
+                    c = D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin)
+                crops.append(D.photometric(c.image, rng, args.cls_augment))
+                targets.append(allowed_classes(classes, main_label(d), kind_only=im.folder == "renders"
+                                               and d.kind not in NUMBERED and not args.render_d6_faces))
+                boxes.append(c.box), known.append(c.box_known)
+            while len(crops) < args.cls_batch:
+                r = rng.random()  # negatives: 35% mined, then pasted (--paste of the rest), then photo background
+                if mined and r < 0.35:
+                    im, box = mined[int(rng.integers(len(mined)))]
+                    neg = D.die_crop(image_of(im), box, rng, args.crop_size, args.margin, jitter=0.5).image
+                elif args.paste and r < 0.35 + 0.65 * args.paste:
+                    neg = pasted_crop(None, None).image
+                else:
+                    im = pool[int(rng.choice(len(pool), p=weights))]
+                    neg = D.negative_crop(image_of(im), boxes_of(im), rng, args.crop_size, args.margin)
+                if neg is not None:
+                    crops.append(D.photometric(neg, rng, args.cls_augment))
+                    targets.append(allowed_classes(classes, "none"))
+                    boxes.append(np.zeros(4, np.float32)), known.append(False)
+            x = torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
+            y = torch.from_numpy(np.stack(targets))
+            logits, box = cls(x)
+            loss = set_cross_entropy(logits, y, args.label_smoothing)
+            mask = torch.tensor(known, dtype=torch.float32)[:, None]
+            l_box = (torch.nn.functional.smooth_l1_loss(box, torch.from_numpy(np.stack(boxes)), reduction="none", beta=0.05)
+                     * mask).sum() / mask.sum().clamp(min=1)
+            loss = loss + args.box_weight * l_box
+            optimise(opt, sched, loss, losses, step, args.cls_steps, what, t0)
+        curve = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
+        history.setdefault("classifier_loss", curve)
+        if member:
+            history.setdefault("ensemble_loss", []).append(curve)
+        export_classifier(cls, args.out / cls_file, args.crop_size)
+    for stale in args.out.glob("classifier-*.onnx"):
+        if stale.name not in cls_files:  # a member of an earlier, larger ensemble in this folder
+            stale.unlink()
 
     # ---- calibration on the calib split, through the runtime reader (detections as at run time)
     config = {
         "detector": {"file": "detector.onnx", "input": args.det_input, "threshold": 0.3},
-        "classifier": {"file": "classifier.onnx", "classes": classes, "temperature": 1.0,
+        "classifier": {"file": cls_files[0] if len(cls_files) == 1 else cls_files, "classes": classes, "temperature": 1.0,
                        "crop_size": args.crop_size, "margin": args.margin},
         "threshold": args.threshold if args.threshold is not None else 0.9,
         "none_threshold": 0.5,

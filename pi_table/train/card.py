@@ -74,7 +74,9 @@ def main(argv=None) -> int:
             lofo_rows.append(_row(f"{name} (trained only on {', '.join(trained)})", s))
         cmds.append(f"pi-table eval {folder} --held-out --models {models}")
     speed = bench(lambda t: DiceReader(args.models, threads=t), repeats=30)
-    sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", "classifier.onnx", "numerals.onnx")
+    cls_files = config["classifier"]["file"]
+    cls_files = cls_files if isinstance(cls_files, list) else [cls_files]
+    sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", *cls_files, "numerals.onnx")
              if (args.models / f).is_file()}
     log = json.loads((args.models / "train-log.json").read_text()) if (args.models / "train-log.json").is_file() else {}
     classes = config["classifier"]["classes"]
@@ -186,9 +188,13 @@ box and rejects those that are not dice.
                  if views > 1 else "")
     shape_text = (" (`KIND:*`: a numbered die told by its shape only; `numerals.onnx` reads its numeral, see numerals.md)"
                   if any(c.endswith(":*") for c in classes) else "")
-    (args.models / "classifier.md").write_text(f"""# classifier.onnx — reads the top face of each die
+    ensemble_text = (f"A deep ensemble (Lakshminarayanan et al. 2017) of {len(cls_files)} classifiers "
+                     f"({', '.join(cls_files)}), trained alike from seeds {config.get('seed', 0)} to "
+                     f"{config.get('seed', 0) + len(cls_files) - 1}, whose logits and boxes the reader averages. Each is a small"
+                     if len(cls_files) > 1 else "Small")
+    (args.models / "classifier.md").write_text(f"""# {' + '.join(cls_files)} — reads the top face of each die
 
-Size {sizes['classifier.onnx'] / 1e6:.2f} MB. Small CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32
+Size {sum(sizes[f] for f in cls_files) / 1e6:.2f} MB. {ensemble_text} CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32
 Nx3xSxS RGB 0..1; the crop is {cls['margin']} times the box's long side), output `logits` over
 {len(classes)} classes: {', '.join(classes)}{shape_text}{box_text} Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
 fitted on the calib split (Guo et al. 2017); a die below {config['threshold']} is reported `unreadable`;

@@ -212,20 +212,30 @@ class Classifier:
     """Top face of cropped dice (``models/classifier.onnx``, see the module docstring).
 
     Args:
-        path: ONNX file; input ``crops`` float32 Nx3xSxS RGB 0..1, output ``logits`` NxC.
+        path: ONNX file, or a list of ONNX files of the same inputs and outputs: an ensemble
+            whose raw scores (and boxes) are averaged (Lakshminarayanan et al. 2017, "Simple and
+            Scalable Predictive Uncertainty Estimation using Deep Ensembles"). Input ``crops``
+            float32 Nx3xSxS RGB 0..1, output ``logits`` NxC.
         classes: C class names, ``KIND:FACE`` or ``none``.
-        temperature: calibration temperature (> 0).
+        temperature: calibration temperature (> 0), of the averaged scores.
         crop_size: S, pixels; margin: crop side / box long side.
+
+    Raises:
+        FileNotFoundError: a model file is missing.
     """
 
-    def __init__(self, path: Path, classes: list[str], temperature: float = 1.0, crop_size: int = 48,
+    def __init__(self, path: Path | list[Path], classes: list[str], temperature: float = 1.0, crop_size: int = 48,
                  margin: float = 1.3, threads: int = 1):
-        self.session = _session(path, threads)
+        paths = list(path) if isinstance(path, (list, tuple)) else [path]
+        if not paths:
+            raise ValueError("a classifier needs at least one model file")
+        self.sessions = [_session(p, threads) for p in paths]
+        self.session = self.sessions[0]
         self.classes = list(classes)
         self.temperature = float(temperature)
         self.crop_size = int(crop_size)
         self.margin = float(margin)
-        self._refines = "box" in {o.name for o in self.session.get_outputs()}
+        self._refines = all("box" in {o.name for o in s.get_outputs()} for s in self.sessions)
 
     def crops(self, image: np.ndarray, boxes) -> np.ndarray:
         """Nx3xSxS float32 RGB 0..1 crops of ``image`` (HxWx3 uint8 BGR) around ``boxes``."""
@@ -239,7 +249,14 @@ class Classifier:
 
     def logits(self, crops: np.ndarray) -> np.ndarray:
         """NxC raw class scores (before temperature) of Nx3xSxS crops."""
-        return self.session.run(["logits"], {"crops": crops})[0]
+        return self._run(["logits"], crops)[0]
+
+    def _run(self, outputs: list[str], crops: np.ndarray) -> list[np.ndarray]:
+        """``outputs`` of every model of the ensemble for ``crops``, each averaged over the models."""
+        runs = [s.run(outputs, {"crops": crops}) for s in self.sessions]
+        if len(runs) == 1:
+            return runs[0]
+        return [np.mean([r[i] for r in runs], axis=0) for i in range(len(outputs))]
 
     def logits_and_boxes(self, image: np.ndarray, boxes) -> tuple[np.ndarray, list]:
         """Raw class scores (NxC float32) of the crops around ``boxes``, and the boxes as the
@@ -252,7 +269,7 @@ class Classifier:
         crops = self.crops(image, boxes)
         if not self.refines:
             return self.logits(crops), list(boxes)
-        logits, out = self.session.run(["logits", "box"], {"crops": crops})
+        logits, out = self._run(["logits", "box"], crops)
         refined = []
         for (x0, y0, x1, y1), (dx, dy, lw, lh) in zip(boxes, out.astype(np.float64)):
             side = max(x1 - x0, y1 - y0, 4.0) * self.margin
@@ -343,7 +360,8 @@ class DiceReader:
         self.config = json.loads(config_path.read_text())
         det, cls = self.config["detector"], self.config["classifier"]
         self.detector = Detector(self.models / det["file"], det["input"], det["threshold"], threads)
-        self.classifier = Classifier(self.models / cls["file"], cls["classes"], cls["temperature"], cls["crop_size"],
+        files = cls["file"] if isinstance(cls["file"], list) else [cls["file"]]
+        self.classifier = Classifier([self.models / f for f in files], cls["classes"], cls["temperature"], cls["crop_size"],
                                      cls["margin"], threads)
         num = self.config.get("numerals")
         self.numerals = (Classifier(self.models / num["file"], num["classes"], num["temperature"], num["crop_size"],
