@@ -550,3 +550,18 @@ def test_sweep_has_rows_per_die_kind_in_a_folder_of_several(tmp_path):
     assert [r["read_right"] for r in result["sweep"]["renders"]] == [1.0, 0.5]
     report = format_report(result)
     assert "renders: d8" in report and "all: d8" not in report
+
+
+def test_shipped_classifier_is_an_ensemble_whose_logits_are_averaged():
+    """models/reader.json names two classifiers (seeds 0 and 1); the reader's scores are their mean."""
+    from pi_table.vision.reader import models_dir
+
+    reader = DiceReader()
+    files = reader.config["classifier"]["file"]
+    assert files == ["classifier.onnx", "classifier-2.onnx"] and len(reader.classifier.sessions) == 2
+    image = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    boxes = [d.box for d in reader.detector.detect(image)]
+    crops = reader.classifier.crops(image, boxes)
+    each = [Classifier(models_dir() / f, reader.classifier.classes).logits(crops) for f in files]
+    assert not np.allclose(each[0], each[1], atol=1e-3)
+    assert np.allclose(reader.classifier.logits(crops), np.mean(each, axis=0), atol=1e-5)
