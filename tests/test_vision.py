@@ -288,6 +288,22 @@ def test_training_smoke(tmp_path):
                             text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--calibrate-only: no reader.json" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "none").exists()
+    # a folder lacking a member of the ensemble its reader.json names: refused before any data is loaded
+    import shutil
+
+    lacking = tmp_path / "lacking"
+    lacking.mkdir()
+    for f in tmp_path.iterdir():
+        if f.is_file() and f.name != "classifier-2.onnx":
+            shutil.copy(f, lacking / f.name)
+    result = subprocess.run(recal[:-2] + ["--out", str(lacking), "--calibrate-only"], capture_output=True, text=True,
+                            timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--calibrate-only: no classifier-2.onnx" in result.stderr
+    assert "Traceback" not in result.stderr
+    (lacking / "reader.json").write_text("{not json")
+    result = subprocess.run(recal[:-2] + ["--out", str(lacking), "--calibrate-only"], capture_output=True, text=True,
+                            timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "is not a reader's settings" in result.stderr and "Traceback" not in result.stderr
     # another seed splits the photos otherwise: its calib photos could be these models' training photos
     result = subprocess.run(recal + ["--seed", "1"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "not this data's split" in result.stderr and "Traceback" not in result.stderr

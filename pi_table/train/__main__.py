@@ -196,11 +196,7 @@ def main(argv=None) -> int:
     from pi_table.vision.dice import class_key
 
     if args.calibrate_only:
-        # before loading any data: a wrong --out fails at once
-        for name in ("reader.json", "splits.json", "classifier.onnx", "detector.onnx"):
-            if not (args.out / name).is_file():
-                print(f"error: --calibrate-only: no {name} in {args.out}", file=sys.stderr)
-                raise SystemExit(2)
+        check_trained(args.out)  # before loading any data: a wrong --out fails at once
     rng, started = start(args)
 
     # ---- data and splits
@@ -435,6 +431,30 @@ def main(argv=None) -> int:
     (args.out / "train-log.json").write_text(json.dumps(history, indent=1) + "\n")
     log(f"done in {time.time() - started:.0f} s; temperature {history['temperature']:.3f}; models in {args.out}")
     return 0
+
+
+def check_trained(out: Path) -> None:
+    """For ``--calibrate-only``: ``out`` holds ``reader.json``, ``splits.json`` and every model
+    file ``reader.json`` names (each member of a classifier ensemble too). Otherwise one line
+    naming what is missing or malformed, and exit 2 (SystemExit)."""
+    from pi_table.vision.reader import model_files
+
+    def refuse(why: str):
+        print(f"error: --calibrate-only: {why}", file=sys.stderr)
+        raise SystemExit(2)
+
+    for name in ("reader.json", "splits.json"):
+        if not (out / name).is_file():
+            refuse(f"no {name} in {out}")
+    try:
+        config = json.loads((out / "reader.json").read_text())
+        entries = [config["detector"], config["classifier"], *([config["numerals"]] if "numerals" in config else [])]
+        names = [name for entry in entries for name in model_files(entry)]
+    except (ValueError, KeyError, TypeError) as e:
+        refuse(f"{out / 'reader.json'} is not a reader's settings ({type(e).__name__}: {e})")
+    for name in names:
+        if not (out / name).is_file():
+            refuse(f"no {name} in {out}")
 
 
 def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Namespace) -> dict:

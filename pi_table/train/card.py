@@ -38,7 +38,7 @@ def main(argv=None) -> int:
 
     from pi_table.vision.bench import bench
     from pi_table.vision.evaluate import evaluate, evaluate_cut_crops
-    from pi_table.vision.reader import DiceReader
+    from pi_table.vision.reader import DiceReader, model_files
 
     reader = DiceReader(args.models, threads=0)
     config = reader.config
@@ -74,8 +74,7 @@ def main(argv=None) -> int:
             lofo_rows.append(_row(f"{name} (trained only on {', '.join(trained)})", s))
         cmds.append(f"pi-table eval {folder} --held-out --models {models}")
     speed = bench(lambda t: DiceReader(args.models, threads=t), repeats=30)
-    cls_files = config["classifier"]["file"]
-    cls_files = cls_files if isinstance(cls_files, list) else [cls_files]
+    cls_files = model_files(config["classifier"])
     sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", *cls_files, "numerals.onnx")
              if (args.models / f).is_file()}
     log = json.loads((args.models / "train-log.json").read_text()) if (args.models / "train-log.json").is_file() else {}

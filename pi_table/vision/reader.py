@@ -60,6 +60,13 @@ def models_dir() -> Path:
     return here.parent / "models"
 
 
+def model_files(entry: dict) -> list[str]:
+    """The ONNX file names of a ``reader.json`` model entry: its ``file``, a name or a list of
+    names (a classifier ensemble), as a list."""
+    files = entry["file"]
+    return list(files) if isinstance(files, list) else [files]
+
+
 def load_image(path: str | Path) -> np.ndarray:
     """Read an image file as ``HxWx3 uint8 BGR``.
 
@@ -230,7 +237,6 @@ class Classifier:
         if not paths:
             raise ValueError("a classifier needs at least one model file")
         self.sessions = [_session(p, threads) for p in paths]
-        self.session = self.sessions[0]
         self.classes = list(classes)
         self.temperature = float(temperature)
         self.crop_size = int(crop_size)
@@ -360,8 +366,7 @@ class DiceReader:
         self.config = json.loads(config_path.read_text())
         det, cls = self.config["detector"], self.config["classifier"]
         self.detector = Detector(self.models / det["file"], det["input"], det["threshold"], threads)
-        files = cls["file"] if isinstance(cls["file"], list) else [cls["file"]]
-        self.classifier = Classifier([self.models / f for f in files], cls["classes"], cls["temperature"], cls["crop_size"],
+        self.classifier = Classifier([self.models / f for f in model_files(cls)], cls["classes"], cls["temperature"], cls["crop_size"],
                                      cls["margin"], threads)
         num = self.config.get("numerals")
         self.numerals = (Classifier(self.models / num["file"], num["classes"], num["temperature"], num["crop_size"],
