@@ -194,6 +194,34 @@ def test_cli_eval_sweep_rescores_the_same_reads():
     assert (own["read_right"], own["wrong_at_ok"], own["unreadable"]) == (s["read_right"], s["wrong_at_ok"], s["unreadable"])
 
 
+def test_cocked_threshold_is_the_lowest_that_flags_few_flat_dice_in_each_group():
+    from pi_table.train.cocked import choose_cocked_threshold
+
+    photos = np.array([0.1] * 300 + [0.72])  # one flat photo die at 0.72: 1/301 > 0.2%
+    renders = np.array([0.2] * 100 + [0.55])  # one flat render die at 0.55: 1/101 > 0.2%
+    assert choose_cocked_threshold(photos, renders, 0.002) == 0.73
+    assert choose_cocked_threshold(photos, renders, 0.01) == 0.5  # 1 in 101 and 1 in 301 are within 1%
+    assert choose_cocked_threshold(photos, renders, 0.005) == 0.56  # 1 in 301 is within 0.5%, 1 in 101 not
+    assert choose_cocked_threshold(photos, np.zeros(0), 0.002) == 0.73  # an empty group does not count
+    assert choose_cocked_threshold(np.array([0.9999]), renders, 0.0) == 0.999  # none: the highest
+
+
+def test_eval_counts_cocked_dice_apart_where_the_labels_say_which_lie_flat():
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import Score
+
+    s = Score(dice=4)
+    box = (0, 0, 10, 10)
+    s.count_read(Die("d8", "", 0, box, 0.9, "cocked", 0.9), "d8", "3", 0.5, cocked=True)  # caught
+    s.count_read(Die("d8", "3", 3, box, 0.9, "ok", 0.9), "d8", "3", 0.5, cocked=True)  # missed: read as flat
+    s.count_read(Die("d8", "", 0, box, 0.9, "cocked", 0.9), "d8", "5", 0.5, cocked=False)  # a flat die flagged
+    s.count_read(Die("d6", "2", 2, box, 0.9, "ok", 0.9), "d6", "2", 0.5)  # a photo: not said
+    j = s.to_json()
+    assert j["cocked"] == 0.5 and j["cocked_caught"] == 0.5 and j["flat_flagged"] == 1.0
+    assert j["unreadable"] == 0.5 and j["read_right"] == 0.5  # a cocked die is not read right
+    assert "cocked_caught" not in Score(dice=1).to_json()
+
+
 def test_score_at_thresholds_moves_only_the_cut():
     from pi_table.vision.evaluate import Score
 
@@ -229,8 +257,32 @@ def test_training_smoke(tmp_path):
     assert trained.classifier.refines  # the classifier exports its box head
     assert {"d8:*", "d10:*"} <= set(trained.classifier.classes) and trained.numerals is not None
     assert "d10-tens:90" in trained.classes and "d6:6" in trained.classes
+    # the cocked-die model, trained after the reader (it reads splits.json and the classifier's crop)
+    cocked = [sys.executable, "-m", "pi_table.train.cocked", "--data", str(real), "--renders", str(renders),
+              "--out", str(tmp_path), "--smoke"]
+    result = subprocess.run(cocked, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    settings = json.loads((tmp_path / "cocked.json").read_text())
+    assert settings["classes"] == ["flat", "cocked"] and 0.5 <= settings["threshold"] <= 0.999
+    trained = DiceReader(tmp_path)
+    assert trained.cocked is not None and trained.cocked_threshold == settings["threshold"]
+    assert trained.cocked.crop_size == trained.classifier.crop_size and trained.cocked.margin == trained.classifier.margin
+    image = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    boxes = [(100, 100, 160, 160), (300, 300, 340, 350)]
+    p = trained.cocked_probability(image, boxes)
+    assert p.shape == (2,) and np.all((p >= 0) & (p <= 1))
+    trained.cocked_threshold = 0.0  # every die counts as cocked: reported so, with no face
+    dice = trained._dice(image, boxes, None, True)
+    assert dice and all(d.status == "cocked" and d.face == "" and d.value == 0 for d in dice)
+    trained.cocked_threshold = 1.01  # none does
+    assert all(d.status != "cocked" for d in trained._dice(image, boxes, None, True))
+    # before the reader is trained there is no split to keep the photos' valid images out: refused
+    result = subprocess.run(cocked[:-3] + ["--out", str(tmp_path / "untrained"), "--smoke"], capture_output=True,
+                            text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--out: no reader.json" in result.stderr and "Traceback" not in result.stderr
     # a threshold per numbered kind, each chosen on the calib renders' dice of that kind
     config = json.loads((tmp_path / "reader.json").read_text())
+    assert config["cocked"] == settings
     assert set(config["thresholds"]) <= {"d8", "d10", "d10-tens"} and config["thresholds"]
     assert all(0.5 <= t <= 0.99 for t in config["thresholds"].values())
     image = load_image(sorted(DEMO.glob("*.jpg"))[0])
@@ -283,6 +335,7 @@ def test_training_smoke(tmp_path):
     assert (tmp_path / "classifier.onnx").read_bytes() == weights
     logged = json.loads((tmp_path / "train-log.json").read_text())
     assert "recalibrated" in logged and logged["threshold"] == json.loads((tmp_path / "reader.json").read_text())["threshold"]
+    assert json.loads((tmp_path / "reader.json").read_text())["cocked"] == settings  # kept
     # a folder without trained models: one line, before any data is loaded, nothing made
     result = subprocess.run(recal[:-2] + ["--out", str(tmp_path / "none"), "--calibrate-only"], capture_output=True,
                             text=True, timeout=600, cwd=REPO)

@@ -426,6 +426,9 @@ def main(argv=None) -> int:
     numerals = args.out / "numerals.json"  # written by python3 -m pi_table.train.numerals
     if numerals.is_file() and any(c.endswith(":*") for c in classes):
         config["numerals"] = json.loads(numerals.read_text())
+    cocked = args.out / "cocked.json"  # written by python3 -m pi_table.train.cocked
+    if cocked.is_file():
+        config["cocked"] = json.loads(cocked.read_text())
     history.update(calibrate_reader(args.out, config, calib_imgs, args))
     history.update(seconds=round(time.time() - started, 1), args={k: str(v) for k, v in vars(args).items()})
     (args.out / "train-log.json").write_text(json.dumps(history, indent=1) + "\n")
@@ -448,7 +451,7 @@ def check_trained(out: Path) -> None:
             refuse(f"no {name} in {out}")
     try:
         config = json.loads((out / "reader.json").read_text())
-        entries = [config["detector"], config["classifier"], *([config["numerals"]] if "numerals" in config else [])]
+        entries = [config["detector"], config["classifier"], *(config[k] for k in ("numerals", "cocked") if k in config)]
         names = [name for entry in entries for name in model_files(entry)]
     except (ValueError, KeyError, TypeError) as e:
         refuse(f"{out / 'reader.json'} is not a reader's settings ({type(e).__name__}: {e})")

@@ -16,6 +16,7 @@ Used by ``pi-table eval`` and by the training code; OpenCV and NumPy only.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +26,14 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 
 @dataclass(frozen=True)
 class LabelledDie:
-    """One labelled die: ``kind`` ("d6"), ``face`` ("4"), ``box`` (x0, y0, x1, y1) in pixels."""
+    """One labelled die: ``kind`` ("d6"), ``face`` ("4"), ``box`` (x0, y0, x1, y1) in pixels;
+    ``cocked``: True when it does not lie flat, False when it does, None when the labels do not
+    say (photos; renders say it in ``meta/NAME.json``, see docs/renders.md)."""
 
     kind: str
     face: str
     box: tuple[float, float, float, float]
+    cocked: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,25 @@ def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]
                     kind, face = "d6", str(cls + 1)
                 box = ((cx - w / 2) * width, (cy - h / 2) * height, (cx + w / 2) * width, (cy + h / 2) * height)
                 dice.append(LabelledDie(kind, face, box))
+            flags = cocked_flags(folder / "meta" / (image_path.stem + ".json"), len(dice))
+            if flags is not None:
+                dice = [LabelledDie(d.kind, d.face, d.box, c) for d, c in zip(dice, flags)]
             out.append(LabelledImage(image_path, width, height, tuple(dice), name))
     return out
+
+
+def cocked_flags(meta_path: Path, count: int) -> list[bool] | None:
+    """Per die, whether it is cocked, from a render's ``meta/NAME.json`` (its ``dice`` in label
+    order, each with ``cocked``); None when there is no such file or it does not list ``count``
+    dice with that flag."""
+    if not meta_path.is_file():
+        return None
+    try:
+        dice = json.loads(meta_path.read_text())["dice"]
+        flags = [bool(d["cocked"]) for d in dice]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return flags if len(flags) == count else None
 
 
 _CROP_NAME = re.compile(r"^(?:(d\d+(?:-tens)?)[_:])?(\d+)(?:[_\-. ].*)?$")

@@ -30,6 +30,13 @@ class Score:
     right: int = 0  # matched, status ok, face right
     wrong_ok: int = 0  # matched, status ok, face wrong
     unreadable: int = 0  # matched, status unreadable or cocked
+    cocked: int = 0  # matched, status cocked
+    # Where the labels say whether a die lies flat (renders' meta/): labelled cocked dice found,
+    # those of them reported cocked, labelled flat dice found and those of them reported cocked.
+    cocked_found: int = 0
+    cocked_caught: int = 0
+    flat_found: int = 0
+    flat_flagged: int = 0
     false_dice: int = 0  # detections matching no labelled die
     detections: int = 0
     # Label conventions differ (matteop65 boxes a die's pips, nellbyler the whole die): a
@@ -47,7 +54,8 @@ class Score:
 
     def add(self, other: "Score") -> None:
         for name in ("images", "dice", "found", "right", "wrong_ok", "unreadable", "false_dice", "detections",
-                     "centre_found", "centre_right"):
+                     "centre_found", "centre_right", "cocked", "cocked_found", "cocked_caught", "flat_found",
+                     "flat_flagged"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.confusion.update(other.confusion)
         self.calibration += other.calibration
@@ -56,8 +64,10 @@ class Score:
         for kind, score in other.kinds.items():
             self.kinds.setdefault(kind, Score()).add(score)
 
-    def count_read(self, die, kind: str, face: str, threshold: float = 0.0) -> None:
-        """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or unreadable.
+    def count_read(self, die, kind: str, face: str, threshold: float = 0.0, cocked: bool | None = None) -> None:
+        """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or
+        unreadable (``cocked`` too, counted apart as well; ``cocked``: whether the labelled die
+        is cocked, None when the labels do not say).
 
         ``die`` is read with threshold 0 (its best face, whatever its confidence), so that
         calibration compares each confidence with whether that face was right; ``threshold``
@@ -65,6 +75,13 @@ class Score:
         """
         label = f"{kind}:{face}"
         self.found += 1
+        reported = die.status == "cocked"
+        self.cocked += reported
+        if cocked is not None:
+            self.cocked_found += cocked
+            self.cocked_caught += cocked and reported
+            self.flat_found += not cocked
+            self.flat_flagged += (not cocked) and reported
         right = die.kind == kind and die.face == face
         self.calibration.append((die.confidence, right))
         self.face_confidence.append(die.confidence if die.face_confidence is None else die.face_confidence)
@@ -121,10 +138,15 @@ class Score:
             "precision": _rate(self.detections - self.false_dice, self.detections),
             "wrong_at_ok": _rate(self.wrong_ok, ok),
             "unreadable": _rate(self.unreadable, self.found),
+            "cocked": _rate(self.cocked, self.found),
+            **({"cocked_caught": _rate(self.cocked_caught, self.cocked_found),
+                "flat_flagged": _rate(self.flat_flagged, self.flat_found)} if self.cocked_found + self.flat_found else {}),
             "false_dice_per_100_images": round(100 * self.false_dice / self.images, 2) if self.images else 0.0,
             "ece": round(self.ece(), 4),
             "median_ms": round(float(np.median(self.ms)), 2) if self.ms else None,
-            "counts": {"right": self.right, "wrong_ok": self.wrong_ok, "unreadable": self.unreadable,
+            "counts": {"right": self.right, "wrong_ok": self.wrong_ok, "unreadable": self.unreadable, "cocked": self.cocked,
+                       "cocked_found": self.cocked_found, "cocked_caught": self.cocked_caught,
+                       "flat_found": self.flat_found, "flat_flagged": self.flat_flagged,
                        "found": self.found, "false_dice": self.false_dice, "detections": self.detections},
             "confusion": {f"{t}->{r}": n for (t, r), n in sorted(self.confusion.items())},
             **({"kinds": {k: v.to_json() for k, v in sorted(self.kinds.items(), key=lambda kv: KINDS.index(kv[0]))}}
@@ -162,7 +184,8 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
             continue
         used_d.add(i), used_t.add(j)
         truth = labelled.dice[j]
-        by_kind[truth.kind].count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind))
+        by_kind[truth.kind].count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind),
+                                       truth.cocked)
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
             by_kind[truth.kind].confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
@@ -260,20 +283,21 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
         for die in labelled.dice:
             x0, y0, x1, y1 = die.box
             crop = crop_die(image, die.box, max(8, round(max(x1 - x0, y1 - y0) * margin)), margin)
-            s = _score_crop(reader, crop, labelled.path.name, die.kind, die.face, kinds)
+            s = _score_crop(reader, crop, labelled.path.name, die.kind, die.face, kinds, die.cocked)
             per_folder[labelled.folder].add(s)
             total.add(s)
     return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
 
 
-def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face: str, kinds) -> Score:
+def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face: str, kinds,
+                cocked: bool | None = None) -> Score:
     reading = reader.read_crop(crop, name=name, kinds=kinds, threshold=0.0)
     counts = Score(images=1, dice=1, ms=[reading.ms])
     if not reading.dice:
         counts.confusion[(f"{kind}:{face}", "-")] += 1
     else:
         counts.detections = 1
-        counts.count_read(reading.dice[0], kind, face, reader.threshold_for(reading.dice[0].kind))
+        counts.count_read(reading.dice[0], kind, face, reader.threshold_for(reading.dice[0].kind), cocked)
         counts.centre_found, counts.centre_right = 1, counts.right  # one die, the whole image: both matches agree
     score = Score(kinds={kind: counts})
     score.add(counts)
@@ -303,6 +327,13 @@ def format_report(result: dict) -> str:
                          f"{t['false_dice_per_100_images']:>9.2f} {t['ece']:>6.3f} {t['median_ms'] or 0:>6.1f} "
                          f"{t['read_right_centre']:>9.2%} {t['recall_centre']:>9.2%}")
     lines.append("(c): a labelled die counts as found when its box centre lies inside a detection, whatever the overlap")
+    for name, s in rows:
+        for label, t in [(name, s)] + [(f"{name}: {k}", v) for k, v in s.get("kinds", {}).items() if len(s["kinds"]) > 1]:
+            if t["counts"]["cocked"] or "cocked_caught" in t:
+                known = (f"; labelled cocked: {t['cocked_caught']:.2%} of {t['counts']['cocked_found']} reported cocked, "
+                         f"labelled flat: {t['flat_flagged']:.2%} of {t['counts']['flat_found']} reported cocked"
+                         if "cocked_caught" in t else "")
+                lines.append(f"cocked, {label}: {t['cocked']:.2%} of the dice found reported cocked{known}")
     if result.get("boxes", "die") == "die":
         lines.append("boxes: the labels of folders that box a die's pips (matteop65's) are grown to the whole die "
                      "(GrabCut) before matching; --boxes as-labelled matches them as they are")

@@ -25,6 +25,12 @@
    the held-out nellbyler dice it lifted the shipped model's top-1 face from 97.3% to 98.8%.
    The numeral model gets the same second look for its unsure numerals.
 
+5. **Cocked** (``models/cocked.onnx``, when ``reader.json`` has ``cocked``): a small CNN on
+   each die's crop gives the calibrated chance that it does not lie flat; at or above
+   ``cocked.threshold`` the die is reported ``cocked``, with no face (RULES.md: a cocked die is
+   never guessed). Trained on rendered cocked dice (the photos label none), with rendered flat
+   dice and the photos' dice as flat ones (``python3 -m pi_table.train.cocked``).
+
 A die whose best face has confidence below ``threshold`` is reported ``unreadable`` and
 never guessed. The settings live in ``models/reader.json``, written by the training code
 (``python3 -m pi_table.train``). Runtime: onnxruntime, OpenCV, NumPy only.
@@ -371,6 +377,12 @@ class DiceReader:
         num = self.config.get("numerals")
         self.numerals = (Classifier(self.models / num["file"], num["classes"], num["temperature"], num["crop_size"],
                                     num["margin"], threads) if num else None)
+        ck = self.config.get("cocked")
+        #: The cocked-die model (``reader.json``'s ``cocked``, module docstring, "Cocked"), or None.
+        self.cocked = (Classifier(self.models / ck["file"], ck["classes"], ck["temperature"], ck["crop_size"],
+                                  ck["margin"], threads) if ck else None)
+        #: P(cocked) at or above which a die is reported ``cocked``.
+        self.cocked_threshold = float(ck["threshold"]) if ck else 1.0
         direct = [c for c in cls["classes"] if c != "none" and not c.endswith(":*")]
         faces = direct + (self.numerals.classes if self.numerals else [])
         #: The classes of :meth:`classify`'s probabilities: every ``KIND:FACE`` read, then ``none``.
@@ -486,13 +498,22 @@ class DiceReader:
             p = p / np.where(total > 0, total, 1.0)
         return boxes, p.astype(np.float32)
 
+    def cocked_probability(self, image: np.ndarray, boxes) -> np.ndarray:
+        """N float64 calibrated chances that the die in each of ``boxes`` (x0, y0, x1, y1 pixels
+        of ``image``, HxWx3 uint8 BGR) is cocked, not lying flat; zeros without a cocked model."""
+        if self.cocked is None or not len(boxes):
+            return np.zeros(len(boxes))
+        p = self.cocked.calibrated(self.cocked.logits(self.cocked.crops(image, boxes)))
+        return p[:, self.cocked.classes.index("cocked")]
+
     def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None) -> list[Die]:
         boxes, probs = self.classify(image, boxes, kinds, CROP_PASSES if crop_mode else None)
+        cocked = self.cocked_probability(image, boxes) >= self.cocked_threshold
         classes = self.classes
         none = classes.index("none")
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
         dice = []
-        for box, p in zip(boxes, probs):
+        for box, p, is_cocked in zip(boxes, probs, cocked):
             if not crop_mode and p[none] >= self.none_threshold:
                 continue  # the classifier says this box is not a die
             if not crop_mode and any(iou(box, d.box) > 0.5 for d in dice):
@@ -505,7 +526,10 @@ class DiceReader:
             kind, face = classes[best].split(":")
             # The die's confidence: right face given a die, times the chance it is a die at all.
             confidence = face_confidence * (1.0 - (0.0 if crop_mode else float(p[none])))
-            if confidence < (self.threshold_for(kind) if threshold is None else float(threshold)):
+            if is_cocked:  # not flat: never guessed (RULES.md), the table asks for a re-roll
+                dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence,
+                                "cocked", face_confidence))
+            elif confidence < (self.threshold_for(kind) if threshold is None else float(threshold)):
                 dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence,
                                 "unreadable", face_confidence))
             else:

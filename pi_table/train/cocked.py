@@ -1,0 +1,189 @@
+"""Train the cocked-die model (is a die lying flat?): ``python3 -m pi_table.train.cocked``.
+
+    python3 -m pi_table.train --data ../shared/data/real --renders renders/train --out models/ --seed 0
+    python3 -m pi_table.train.cocked --data ../shared/data/real --renders renders/train --renders renders/num \\
+        --out models/ --seed 0
+
+A die that does not lie flat (leaning on another die or the tray's wall) is reported with
+status ``cocked`` and no face, never guessed (RULES.md, "Dice faces as read by the camera";
+INTERFACES.md ``status``): the table asks for a re-roll. The photos in ../shared label no
+cocked die, so the cocked examples are rendered ones (``pi_table.train.render`` tilts one die
+in ten by 10 to 30 degrees and says so in ``meta/NAME.json``); the flat examples are the
+rendered flat dice and every die of the photos' train split (read from ``--out``'s
+``splits.json``, written by ``python3 -m pi_table.train``, so that the photos' valid split stays
+unseen). A small CNN (:class:`pi_table.train.nets.NumeralNet` with two classes, flat and cocked)
+reads the classifier's own crop (``crop_size`` and ``margin`` of ``reader.json``'s classifier).
+
+The threshold on P(cocked) is chosen on the calib split: the lowest (0.5..0.999) at which at
+most ``--flat-target`` of the flat dice are flagged, in the photos and in the renders each
+(a flat die flagged cocked costs a needless re-roll). Writes ``cocked.onnx``, ``cocked.json``
+(the reader's ``cocked`` settings, copied into ``reader.json`` now and by ``python3 -m
+pi_table.train`` when it runs after) and ``cocked-log.json``. CPU only, deterministic for a seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+CLASSES = ["flat", "cocked"]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python3 -m pi_table.train.cocked", description=__doc__.splitlines()[0])
+    p.add_argument("--data", type=Path, action="append", default=[],
+                   help="labelled photo folders (flat dice), split as --out's splits.json says; repeatable")
+    p.add_argument("--renders", type=Path, action="append", required=True, help="rendered folders; repeatable")
+    p.add_argument("--out", type=Path, required=True, help="model folder (reader.json and splits.json there)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (one-cycle)")
+    p.add_argument("--flat-target", type=float, default=0.005,
+                   help="most flat calib dice (photos, renders: each) that may be flagged cocked")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
+    return p.parse_args(argv)
+
+
+def fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def split_photos(images, splits: dict) -> tuple[list, list]:
+    """The photos of ``images`` in ``splits.json``'s train and calib lists (by folder and name)."""
+    names = {part: {(f, n) for f, s in splits["folders"].items() for n in s.get(part, [])} for part in ("train", "calib")}
+    return ([im for im in images if (im.folder, im.path.name) in names["train"]],
+            [im for im in images if (im.folder, im.path.name) in names["calib"]])
+
+
+def choose_cocked_threshold(p_flat_photos: np.ndarray, p_flat_renders: np.ndarray, target: float) -> float:
+    """The lowest threshold on P(cocked) (0.5..0.999, steps of 0.01 then 0.001 above 0.99) at which
+    at most ``target`` of each group of flat dice is at or above it; 0.999 if none is."""
+    grid = list(np.round(np.arange(0.5, 0.99, 0.01), 2)) + list(np.round(np.arange(0.99, 0.9995, 0.001), 3))
+    for t in grid:
+        if all(float(np.mean(p >= t)) <= target for p in (p_flat_photos, p_flat_renders) if len(p)):
+            return float(t)
+    return 0.999
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    from pi_table.train import data as D
+    from pi_table.train.__main__ import load_folders, log, optimise, start
+    from pi_table.train.nets import NumeralNet, export_classifier
+    from pi_table.train.numerals import fit_temperature, is_calib
+    from pi_table.vision.dataset import with_die_boxes
+    from pi_table.vision.reader import Classifier
+
+    for name in ("reader.json", "splits.json"):
+        if not (args.out / name).is_file():
+            return fail(f"--out: no {name} in {args.out} (train the reader first: python3 -m pi_table.train --out {args.out})")
+    config = json.loads((args.out / "reader.json").read_text())
+    splits = json.loads((args.out / "splits.json").read_text())
+    size, margin = int(config["classifier"]["crop_size"]), float(config["classifier"]["margin"])
+    renders = load_folders(args.renders, "--renders", folder_name="renders")
+    renders = [im for im in renders if im.dice and all(d.cocked is not None for d in im.dice)]
+    if not renders:
+        return fail(f"--renders: no renders with meta/ cocked flags in {', '.join(map(str, args.renders))}")
+    photos = load_folders(args.data, "--data") if args.data else []
+    photo_train, photo_calib = split_photos(photos, splits)
+    rng, started = start(args)
+    render_train = [im for im in renders if not is_calib(im.path.name)]
+    render_calib = [im for im in renders if is_calib(im.path.name)]
+    if args.smoke:
+        # renders holding a cocked die first (a stable sort), so that both classes are there
+        render_train = sorted(render_train, key=lambda im: not any(d.cocked for d in im.dice))[:12]
+        render_calib = render_calib[:4]
+        photo_train, photo_calib = photo_train[:3], photo_calib[:2]
+        args.steps, args.batch = 4, 8
+    photo_train = [with_die_boxes(im) for im in photo_train]
+    photo_calib = [with_die_boxes(im) for im in photo_calib]
+
+    def only(images, cocked: bool):
+        kept = [replace(im, dice=tuple(d for d in im.dice if bool(d.cocked) == cocked)) for im in images]
+        return [im for im in kept if im.dice]
+
+    bank_margin = 2.0
+    side = int(round(size * bank_margin / margin))
+    banks = [D.CropBank.cut(only(render_train, True), lambda d: True, side, bank_margin),
+             D.CropBank.cut(only(render_train, False), lambda d: True, side, bank_margin),
+             D.CropBank.cut(photo_train, lambda d: True, side, bank_margin)]
+    banks = [(b, label) for b, label in zip(banks, (1, 0, 0)) if len(b)]
+    if not any(label == 1 for _, label in banks):
+        return fail("--renders: no cocked die in the renders' train part")
+    log(f"cocked: {', '.join(str(len(b)) for b, _ in banks)} dice (cocked renders, flat renders, photos) "
+        f"cut in {time.time() - started:.0f} s")
+
+    def batch_of(crops) -> torch.Tensor:
+        return torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
+
+    net = NumeralNet(len(CLASSES), channels=(12, 24, 48, 64))
+    opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
+    net.train()
+    losses, t0 = [], time.time()
+    for step in range(args.steps):
+        # each group an equal share of the batch: cocked dice are one in ten of the renders
+        which = rng.integers(0, len(banks), args.batch)
+        crops, labels = [], []
+        for k in which:
+            bank, label = banks[int(k)]
+            crops.append(D.photometric(bank.sample(int(rng.integers(0, len(bank))), rng, size, margin), rng, 0.6))
+            labels.append(label)
+        loss = torch.nn.functional.cross_entropy(net(batch_of(crops)), torch.tensor(labels), label_smoothing=0.02)
+        optimise(opt, sched, loss, losses, step, args.steps, "cocked", t0)
+    path = args.out / "cocked.onnx"
+    export_classifier(net, path, size)
+
+    # ---- temperature and threshold on the calib split, through the runtime model
+    model = Classifier(path, CLASSES, 1.0, size, margin, threads=args.threads)
+
+    def logits_of(images) -> tuple[np.ndarray, np.ndarray]:
+        z, t = [np.zeros((0, 2), np.float32)], []
+        for im in images:
+            z.append(model.logits(model.crops(D.load_rgb(im.path), [d.box for d in im.dice])))
+            t += [int(bool(d.cocked)) for d in im.dice]
+        return np.concatenate(z), np.array(t, int)
+
+    zr, tr = logits_of(render_calib)
+    zp, tp = logits_of(photo_calib)
+    temperature = fit_temperature(np.concatenate([zr, zp]), np.concatenate([tr, tp]))
+    model.temperature = temperature
+    pr, pp = model.calibrated(zr)[:, 1], model.calibrated(zp)[:, 1]
+    threshold = choose_cocked_threshold(pp, pr[tr == 0], args.flat_target)
+    figures = {"calib_render_cocked": int((tr == 1).sum()), "calib_render_flat": int((tr == 0).sum()),
+               "calib_photo_dice": int(len(tp)),
+               "cocked_caught": float(np.mean(pr[tr == 1] >= threshold)) if (tr == 1).any() else 0.0,
+               "render_flat_flagged": float(np.mean(pr[tr == 0] >= threshold)) if (tr == 0).any() else 0.0,
+               "photo_flat_flagged": float(np.mean(pp >= threshold)) if len(pp) else 0.0}
+    log(f"cocked: temperature {temperature:.3f}, threshold {threshold}; calib: cocked renders caught "
+        f"{figures['cocked_caught']:.1%} of {figures['calib_render_cocked']}, flat flagged: renders "
+        f"{figures['render_flat_flagged']:.2%} of {figures['calib_render_flat']}, photos "
+        f"{figures['photo_flat_flagged']:.2%} of {figures['calib_photo_dice']}")
+    settings = {"file": path.name, "classes": CLASSES, "temperature": temperature, "crop_size": size,
+                "margin": margin, "threshold": threshold}
+    (args.out / "cocked.json").write_text(json.dumps(settings, indent=1) + "\n")
+    config["cocked"] = settings
+    (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
+    entry = {"classes": CLASSES, "loss": [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)],
+             "dice": {"cocked_renders": len(banks[0][0]), "flat": int(sum(len(b) for b, label in banks if label == 0))},
+             **figures, "temperature": temperature, "threshold": threshold,
+             "seconds": round(time.time() - started, 1),
+             "args": {k: (str(v) if not isinstance(v, list) else [str(x) for x in v]) for k, v in vars(args).items()}}
+    (args.out / "cocked-log.json").write_text(json.dumps(entry, indent=1) + "\n")
+    log(f"cocked done in {time.time() - started:.0f} s; {path} ({path.stat().st_size / 1e3:.0f} kB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
