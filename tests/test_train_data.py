@@ -368,3 +368,25 @@ def test_int8_numerals_are_smaller_and_agree_with_the_float_model(tmp_path):
     z_int8 = Classifier(int8_path, classes, 1.0, 64, 1.15).logits(crops)
     assert z_int8.shape == (32, 28)
     assert np.corrcoef(z_float.ravel(), z_int8.ravel())[0, 1] > 0.95
+
+
+def test_crop_bank_turns_a_dies_offset_from_the_image_centre_with_its_crop():
+    """The cocked model sees where a die lies (CoordConv planes): a crop turned by any angle
+    must carry the offset turned alike, or a flat die's perspective side points the wrong way."""
+    from pi_table.vision.reader import centre_offset
+
+    image = np.zeros((400, 600, 3), np.uint8)
+    box = (440, 180, 480, 220)  # right of the image centre (300, 200)
+    image[195:205, 470:480] = 255  # a mark on the die's side away from the centre
+    im = LabelledImage(None, 600, 400, (LabelledDie("d6", "1", box),), "t")
+    bank = D.CropBank.cut([im], lambda d: True, side=96, margin=2.0, load=lambda p: image)
+    assert np.allclose(bank.offsets[0], centre_offset(box, 600, 400)) and bank.offsets[0][0] > 0.2
+    rng = np.random.default_rng(3)
+    for _ in range(8):
+        crop, offset = bank.sample(0, rng, 64, 2.0, jitter=0.0, offset=True)
+        ys, xs = np.nonzero(crop[:, :, 0] > 127)
+        mark = np.array([xs.mean() - 31.5, ys.mean() - 31.5])
+        assert np.linalg.norm(offset) == pytest.approx(np.linalg.norm(bank.offsets[0]), rel=1e-4)
+        assert mark @ offset / (np.linalg.norm(mark) * np.linalg.norm(offset)) > 0.95  # same direction
+    plain = bank.sample(0, np.random.default_rng(3), 64, 2.0, jitter=0.0)
+    assert isinstance(plain, np.ndarray)  # without offset=True: the crop alone, as before

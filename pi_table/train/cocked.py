@@ -12,7 +12,10 @@ in ten by 10 to 30 degrees and says so in ``meta/NAME.json``); the flat examples
 rendered flat dice and every die of the photos' train split (read from ``--out``'s
 ``splits.json``, written by ``python3 -m pi_table.train``, so that the photos' valid split stays
 unseen). A small CNN (:class:`pi_table.train.nets.NumeralNet` with two classes, flat and cocked)
-reads the classifier's own crop (``crop_size`` and ``margin`` of ``reader.json``'s classifier).
+reads the classifier's own crop (``crop_size`` and ``margin`` of ``reader.json``'s classifier),
+and where the die lies in the image as two more input planes (CoordConv, Liu et al. 2018): seen
+from a camera above the tray's centre, a flat die far from the centre shows a side too, and only
+on the side away from the centre (:func:`pi_table.vision.reader.with_position`).
 
 The threshold on P(cocked) is chosen on the calib split: the lowest (0.5..0.999) at which at
 most ``--flat-target`` of the flat dice are flagged, in the photos and in the renders each
@@ -31,6 +34,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+
+from pi_table.vision.reader import centre_offset, with_position
 
 CLASSES = ["flat", "cocked"]
 
@@ -124,10 +129,11 @@ def main(argv=None) -> int:
     log(f"cocked: {', '.join(str(len(b)) for b, _ in banks)} dice (cocked renders, flat renders, photos) "
         f"cut in {time.time() - started:.0f} s")
 
-    def batch_of(crops) -> torch.Tensor:
-        return torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
+    def batch_of(crops, offsets) -> torch.Tensor:
+        rgb = np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255
+        return torch.from_numpy(with_position(rgb, np.array(offsets, np.float32)))
 
-    net = NumeralNet(len(CLASSES), channels=(12, 24, 48, 64))
+    net = NumeralNet(len(CLASSES), channels=(12, 24, 48, 64), planes=2)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
     net.train()
@@ -135,12 +141,15 @@ def main(argv=None) -> int:
     for step in range(args.steps):
         # each group an equal share of the batch: cocked dice are one in ten of the renders
         which = rng.integers(0, len(banks), args.batch)
-        crops, labels = [], []
+        crops, offsets, labels = [], [], []
         for k in which:
             bank, label = banks[int(k)]
-            crops.append(D.photometric(bank.sample(int(rng.integers(0, len(bank))), rng, size, margin), rng, 0.6))
+            crop, offset = bank.sample(int(rng.integers(0, len(bank))), rng, size, margin, offset=True)
+            crops.append(D.photometric(crop, rng, 0.6))
+            offsets.append(offset)
             labels.append(label)
-        loss = torch.nn.functional.cross_entropy(net(batch_of(crops)), torch.tensor(labels), label_smoothing=0.02)
+        loss = torch.nn.functional.cross_entropy(net(batch_of(crops, offsets)), torch.tensor(labels),
+                                                 label_smoothing=0.02)
         optimise(opt, sched, loss, losses, step, args.steps, "cocked", t0)
     path = args.out / "cocked.onnx"
     export_classifier(net, path, size)
@@ -151,7 +160,10 @@ def main(argv=None) -> int:
     def logits_of(images) -> tuple[np.ndarray, np.ndarray]:
         z, t = [np.zeros((0, 2), np.float32)], []
         for im in images:
-            z.append(model.logits(model.crops(D.load_rgb(im.path), [d.box for d in im.dice])))
+            image = D.load_rgb(im.path)
+            boxes = [d.box for d in im.dice]
+            offsets = np.array([centre_offset(b, image.shape[1], image.shape[0]) for b in boxes], np.float32)
+            z.append(model.logits(with_position(model.crops(image, boxes), offsets)))
             t += [int(bool(d.cocked)) for d in im.dice]
         return np.concatenate(z), np.array(t, int)
 
@@ -171,7 +183,7 @@ def main(argv=None) -> int:
         f"{figures['render_flat_flagged']:.2%} of {figures['calib_render_flat']}, photos "
         f"{figures['photo_flat_flagged']:.2%} of {figures['calib_photo_dice']}")
     settings = {"file": path.name, "classes": CLASSES, "temperature": temperature, "crop_size": size,
-                "margin": margin, "threshold": threshold}
+                "margin": margin, "threshold": threshold, "position": True}
     (args.out / "cocked.json").write_text(json.dumps(settings, indent=1) + "\n")
     config["cocked"] = settings
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")

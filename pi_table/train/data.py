@@ -391,16 +391,18 @@ class CropBank:
     crops: np.ndarray
     labels: list[str]
     margin: float
+    #: N x 2 float32: each die's box centre minus its image's centre, in image long sides (x right, y down).
+    offsets: np.ndarray | None = None
 
     @classmethod
     def cut(cls, images, keep, side: int, margin: float = 2.0, load=None) -> "CropBank":
         """The dice of ``images`` (LabelledImage) for which ``keep(die)`` is true, each cut as a
         ``side`` x ``side`` crop ``margin`` times its box's long side (``load``: path ->
         HxWx3 uint8 BGR, default :func:`load_rgb`)."""
-        from pi_table.vision.reader import crop_die
+        from pi_table.vision.reader import centre_offset, crop_die
 
         load = load or load_rgb
-        crops, labels = [], []
+        crops, labels, offsets = [], [], []
         for im in images:
             dice = [d for d in im.dice if keep(d)]
             if not dice:
@@ -409,16 +411,19 @@ class CropBank:
             for d in dice:
                 crops.append(crop_die(image, d.box, side, margin))
                 labels.append(f"{d.kind}:{d.face}")
+                offsets.append(centre_offset(d.box, image.shape[1], image.shape[0]))
         array = np.stack(crops) if crops else np.zeros((0, side, side, 3), np.uint8)
-        return cls(array, labels, margin)
+        return cls(array, labels, margin, np.array(offsets, np.float32).reshape(-1, 2))
 
     def __len__(self) -> int:
         return len(self.labels)
 
-    def sample(self, i: int, rng: np.random.Generator, size: int, margin: float, jitter: float = 1.0) -> np.ndarray:
+    def sample(self, i: int, rng: np.random.Generator, size: int, margin: float, jitter: float = 1.0,
+               offset: bool = False):
         """Die ``i`` as the reader would crop it (``size`` x ``size``, ``margin`` times its box),
         turned by any angle, its centre and size moved like a detector's error (``jitter``
-        scales it: 0.07 and 0.12 of the box, 1 sigma)."""
+        scales it: 0.07 and 0.12 of the box, 1 sigma). With ``offset``, also its offset from
+        the image centre (:attr:`offsets`) turned as the crop was: (crop, 2 float32)."""
         bank = self.crops[i]
         b = bank.shape[0]
         die = b / self.margin  # the die's long side in bank pixels
@@ -428,5 +433,9 @@ class CropBank:
         m = cv2.getRotationMatrix2D((float(cx), float(cy)), float(rng.uniform(0, 360)), scale)
         m[0, 2] += size / 2 - cx
         m[1, 2] += size / 2 - cy
-        return cv2.warpAffine(bank, m, (size, size), flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
+        crop = cv2.warpAffine(bank, m, (size, size), flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
                               borderMode=cv2.BORDER_REPLICATE)
+        if not offset:
+            return crop
+        return crop, (m[:, :2] / scale @ self.offsets[i]).astype(np.float32)
+

@@ -121,10 +121,13 @@ class NumeralNet(nn.Module):
     slowly (600 renders, 300 steps: 8% of numerals right from RGB, 41% from grey and high-pass).
     """
 
-    def __init__(self, classes: int, channels=(24, 48, 96, 160), blocks=(1, 1, 2, 1), colour: bool = True):
+    def __init__(self, classes: int, channels=(24, 48, 96, 160), blocks=(1, 1, 2, 1), colour: bool = True,
+                 planes: int = 0):
         super().__init__()
         self.colour = bool(colour)
-        layers: list[nn.Module] = [cbr(6 if colour else 3, channels[0], 2)]
+        #: Input planes after RGB passed through as they are (the cocked model's die position, CoordConv).
+        self.planes = int(planes)
+        layers: list[nn.Module] = [cbr((6 if colour else 3) + self.planes, channels[0], 2)]
         for i, c in enumerate(channels):
             if i:
                 layers.append(cbr(channels[i - 1], c, 2))
@@ -134,7 +137,13 @@ class NumeralNet(nn.Module):
         self.fc = nn.Linear(channels[-1], classes)
 
     def prepare(self, x: torch.Tensor) -> torch.Tensor:
-        """Bx3xSxS RGB 0..1 -> (grey, high-pass, |high-pass|[, RGB]), each crop normalised."""
+        """Bx(3 + planes)xSxS RGB 0..1 (then the :attr:`planes`, passed through) -> (grey, high-pass,
+        |high-pass|[, RGB][, planes]), each crop normalised."""
+        if not self.planes:
+            return self._prepare(x)
+        return torch.cat([self._prepare(x[:, :3]), x[:, 3:]], dim=1)
+
+    def _prepare(self, x: torch.Tensor) -> torch.Tensor:
         g = x.mean(dim=1, keepdim=True)
         g = (g - g.mean(dim=(2, 3), keepdim=True)) / (g.std(dim=(2, 3), keepdim=True) + 0.02)
         hp = g - F.avg_pool2d(g, 7, 1, 3, count_include_pad=False)
@@ -165,7 +174,7 @@ def export_classifier(net: nn.Module, path: Path, size: int) -> None:
     """Write ``net`` as ONNX: input ``crops`` (dynamic batch), outputs ``logits`` and, for a
     :class:`ClassifierNet`, ``box``."""
     net.eval()
-    dummy = torch.zeros(2, 3, size, size)
+    dummy = torch.zeros(2, 3 + getattr(net, "planes", 0), size, size)
     outputs = ["logits", "box"] if isinstance(net, ClassifierNet) else ["logits"]
     torch.onnx.export(
         net, (dummy,), str(path), input_names=["crops"], output_names=outputs,

@@ -41,7 +41,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--steps", type=int, default=8000)
     p.add_argument("--batch", type=int, default=96)
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (one-cycle)")
-    p.add_argument("--crop-size", type=int, default=64, help="crop side, pixels")
+    p.add_argument("--crop-size", type=int, default=80, help="crop side, pixels")
     p.add_argument("--margin", type=float, default=1.15, help="crop side / box long side")
     p.add_argument("--augment", type=float, default=0.6, help="strength of the photometric augmentation")
     p.add_argument("--channels", default="32,64,128,192", help="channels of the net's four stages (comma-separated)")

@@ -343,6 +343,23 @@ def join_numerals(p_main: np.ndarray, main_classes: list[str], q: np.ndarray | N
     return p
 
 
+def centre_offset(box, width: int, height: int) -> tuple[float, float]:
+    """A box's (x0, y0, x1, y1 pixels) centre minus the centre of a ``width`` x ``height`` image,
+    in image long sides (x right, y down): where a die lies from a camera looking down at the
+    image centre."""
+    long = float(max(width, height, 1))
+    return (((box[0] + box[2]) / 2 - width / 2) / long, ((box[1] + box[3]) / 2 - height / 2) / long)
+
+
+def with_position(crops: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Nx3xSxS float32 crops with two constant planes appended, each die's offset from the image
+    centre (Nx2 float32, in image long sides, x right and y down, as seen in the crop): Nx5xSxS
+    float32, the cocked model's input (CoordConv, Liu et al. 2018)."""
+    n, _, h, w = crops.shape
+    planes = np.broadcast_to(np.asarray(offsets, np.float32).reshape(n, 2, 1, 1), (n, 2, h, w))
+    return np.ascontiguousarray(np.concatenate([crops, planes], axis=1))
+
+
 def reading_order(boxes) -> list[int]:
     """Indices of ``boxes`` top to bottom in rows about one die high, left to right in a row."""
     if not boxes:
@@ -498,17 +515,26 @@ class DiceReader:
             p = p / np.where(total > 0, total, 1.0)
         return boxes, p.astype(np.float32)
 
-    def cocked_probability(self, image: np.ndarray, boxes) -> np.ndarray:
+    def cocked_probability(self, image: np.ndarray, boxes, crop_mode: bool = False) -> np.ndarray:
         """N float64 calibrated chances that the die in each of ``boxes`` (x0, y0, x1, y1 pixels
-        of ``image``, HxWx3 uint8 BGR) is cocked, not lying flat; zeros without a cocked model."""
+        of ``image``, HxWx3 uint8 BGR) is cocked, not lying flat; zeros without a cocked model.
+        With ``reader.json``'s ``cocked.position`` the model also sees where each box lies
+        (:func:`with_position`; in ``crop_mode``, at the centre)."""
         if self.cocked is None or not len(boxes):
             return np.zeros(len(boxes))
-        p = self.cocked.calibrated(self.cocked.logits(self.cocked.crops(image, boxes)))
+        crops = self.cocked.crops(image, boxes)
+        if self.config["cocked"].get("position"):
+            h, w = image.shape[:2]
+            offsets = np.zeros((len(boxes), 2), np.float32)  # a crop from someone else: its place is not known
+            if not crop_mode:
+                offsets = np.array([centre_offset(b, w, h) for b in boxes], np.float32)
+            crops = with_position(crops, offsets)
+        p = self.cocked.calibrated(self.cocked.logits(crops))
         return p[:, self.cocked.classes.index("cocked")]
 
     def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None) -> list[Die]:
         boxes, probs = self.classify(image, boxes, kinds, CROP_PASSES if crop_mode else None)
-        cocked = self.cocked_probability(image, boxes) >= self.cocked_threshold
+        cocked = self.cocked_probability(image, boxes, crop_mode) >= self.cocked_threshold
         classes = self.classes
         none = classes.index("none")
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
