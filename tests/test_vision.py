@@ -220,6 +220,10 @@ def test_eval_counts_cocked_dice_apart_where_the_labels_say_which_lie_flat():
     assert j["cocked"] == 0.5 and j["cocked_caught"] == 0.5 and j["flat_flagged"] == 1.0
     assert j["unreadable"] == 0.5 and j["read_right"] == 0.5  # a cocked die is not read right
     assert "cocked_caught" not in Score(dice=1).to_json()
+    # a cocked die has no face: not in the calibration, and unreadable at any cut of the sweep
+    assert len(s.calibration) == 2
+    low = s.at_thresholds([0.0])[0]
+    assert low["wrong_at_ok"] == 0.0 and low["unreadable"] == 0.5 and low["read_right"] == 0.5
 
 
 def test_score_at_thresholds_moves_only_the_cut():
@@ -266,16 +270,18 @@ def test_training_smoke(tmp_path):
     assert settings["classes"] == ["flat", "cocked"] and 0.5 <= settings["threshold"] <= 0.999
     trained = DiceReader(tmp_path)
     assert trained.cocked is not None and trained.cocked_threshold == settings["threshold"]
-    assert trained.cocked.crop_size == trained.classifier.crop_size and trained.cocked.margin == trained.classifier.margin
+    assert trained.cocked.crop_size == 64 and trained.cocked.margin == trained.classifier.margin
     image = load_image(sorted(DEMO.glob("*.jpg"))[0])
     boxes = [(100, 100, 160, 160), (300, 300, 340, 350)]
     p = trained.cocked_probability(image, boxes)
     assert p.shape == (2,) and np.all((p >= 0) & (p <= 1))
-    trained.cocked_threshold = 0.0  # every die counts as cocked: reported so, with no face
-    dice = trained._dice(image, boxes, None, True)
-    assert dice and all(d.status == "cocked" and d.face == "" and d.value == 0 for d in dice)
-    trained.cocked_threshold = 1.01  # none does
-    assert all(d.status != "cocked" for d in trained._dice(image, boxes, None, True))
+    trained.cocked_threshold, trained.none_threshold = 0.0, 1.01  # every box a die, and cocked
+    dice = trained._dice(image, boxes, None, False)
+    assert len(dice) == 2 and all(d.status == "cocked" and d.face == "" and d.value == 0 for d in dice)
+    # a crop (read --crop) does not say where its die lay: the cocked model does not judge it
+    assert all(d.status != "cocked" for d in trained._dice(image, boxes[:1], None, True))
+    trained.cocked_threshold = 1.01  # none is cocked
+    assert all(d.status != "cocked" for d in trained._dice(image, boxes, None, False))
     # before the reader is trained there is no split to keep the photos' valid images out: refused
     result = subprocess.run(cocked[:-3] + ["--out", str(tmp_path / "untrained"), "--smoke"], capture_output=True,
                             text=True, timeout=600, cwd=REPO)

@@ -279,8 +279,8 @@ def write_cocked_card(args, ck: dict, sizes: dict, real: dict, rend: dict | None
 
 Size {sizes.get('cocked.onnx', 0) / 1e3:.0f} kB. A die that does not lie flat is reported with status `cocked` and no face,
 never guessed (RULES.md, "Dice faces as read by the camera"): the table asks for a re-roll. A small
-residual CNN (`pi_table/train/nets.py` `NumeralNet`, two classes `flat`, `cocked`) on the classifier's own crop
-({ck['crop_size']}x{ck['crop_size']}, {ck['margin']} times the box); `pi_table/vision/reader.py` `cocked_probability`.
+residual CNN (`pi_table/train/nets.py` `NumeralNet`, two classes `flat`, `cocked`) on a crop of each die
+({ck['crop_size']}x{ck['crop_size']}, {ck['margin']} times the box){' and, as two constant input planes, where the die lies in the image (its offset from the image centre; CoordConv, Liu et al. 2018): seen from a camera above the tray, a flat die far from the centre shows a side too, but only the side away from the centre. Not used by `read --crop`: a crop does not say where its die lay' if ck.get('position') else ''}; `pi_table/vision/reader.py` `cocked_probability`.
 Confidence = softmax(logits / T), T = {ck['temperature']:.3f} fitted on the calib split; a die at P(cocked) >=
 {ck['threshold']} is reported `cocked`, the lowest threshold at which at most {float(cargs.get('flat_target', 0.005)):.1%} of the calib split's
 flat dice, photos and renders each, are flagged (calib: {clog.get('photo_flat_flagged', 0):.2%} of {clog.get('calib_photo_dice', '?')} photo dice,

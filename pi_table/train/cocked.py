@@ -12,7 +12,7 @@ in ten by 10 to 30 degrees and says so in ``meta/NAME.json``); the flat examples
 rendered flat dice and every die of the photos' train split (read from ``--out``'s
 ``splits.json``, written by ``python3 -m pi_table.train``, so that the photos' valid split stays
 unseen). A small CNN (:class:`pi_table.train.nets.NumeralNet` with two classes, flat and cocked)
-reads the classifier's own crop (``crop_size`` and ``margin`` of ``reader.json``'s classifier),
+reads a crop of each die (``--crop-size``, 64 px; the classifier's ``margin``),
 and where the die lies in the image as two more input planes (CoordConv, Liu et al. 2018): seen
 from a camera above the tray's centre, a flat die far from the centre shows a side too, and only
 on the side away from the centre (:func:`pi_table.vision.reader.with_position`).
@@ -47,9 +47,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--renders", type=Path, action="append", required=True, help="rendered folders; repeatable")
     p.add_argument("--out", type=Path, required=True, help="model folder (reader.json and splits.json there)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--steps", type=int, default=2000)
+    p.add_argument("--steps", type=int, default=12000)
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (one-cycle)")
+    p.add_argument("--crop-size", type=int, default=64, help="crop side, pixels")
     p.add_argument("--flat-target", type=float, default=0.005,
                    help="most flat calib dice (photos, renders: each) that may be flagged cocked")
     p.add_argument("--threads", type=int, default=2)
@@ -95,7 +96,7 @@ def main(argv=None) -> int:
             return fail(f"--out: no {name} in {args.out} (train the reader first: python3 -m pi_table.train --out {args.out})")
     config = json.loads((args.out / "reader.json").read_text())
     splits = json.loads((args.out / "splits.json").read_text())
-    size, margin = int(config["classifier"]["crop_size"]), float(config["classifier"]["margin"])
+    size, margin = int(args.crop_size), float(config["classifier"]["margin"])
     renders = load_folders(args.renders, "--renders", folder_name="renders")
     renders = [im for im in renders if im.dice and all(d.cocked is not None for d in im.dice)]
     if not renders:

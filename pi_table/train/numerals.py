@@ -3,7 +3,7 @@
     python3 -m pi_table.train.render --out renders/train --n 3000 --seed 0 --split train --workers 2
     python3 -m pi_table.train.render --out renders/num --n 10000 --seed 10 --split train --kinds d8,d10,d10-tens
     python3 -m pi_table.train.numerals --renders renders/train --renders renders/num --valid renders/valid \
-        --out models/ --seed 0 --threads 1
+        --out models/ --seed 0
 
 There are no public labelled photos of real d8 or d10 faces, so this model is trained on
 renders only (``pi_table.train.render``). The reader's classifier tells a numbered die by its

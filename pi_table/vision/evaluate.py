@@ -83,6 +83,12 @@ class Score:
             self.flat_found += not cocked
             self.flat_flagged += (not cocked) and reported
         right = die.kind == kind and die.face == face
+        if reported:
+            # no face is read from a cocked die: it has no place in the calibration, and no
+            # threshold makes it ok (at_thresholds counts it unreadable at every cut)
+            self.unreadable += 1
+            self.confusion[(label, "?")] += 1
+            return
         self.calibration.append((die.confidence, right))
         self.face_confidence.append(die.confidence if die.face_confidence is None else die.face_confidence)
         if read_ok(die, threshold):
@@ -110,7 +116,7 @@ class Score:
     def at_thresholds(self, thresholds) -> list[dict]:
         """What the same reads would score were ``unreadable`` cut at each of ``thresholds``
         (0..1): per threshold, the share of labelled dice read right, the share of dice
-        reported ``ok`` that are wrong, and the share of found dice ``unreadable``.
+        reported ``ok`` that are wrong, and the share of found dice ``unreadable`` (or ``cocked``).
 
         Only the cut moves: the reads are those the reader made at its own threshold (its second
         look ran on the dice below ``reader.json``'s threshold). A risk-coverage curve (Geifman
@@ -123,7 +129,7 @@ class Score:
             ok = conf >= t
             rows.append({"threshold": float(t), "read_right": _rate(int((right & ok).sum()), self.dice),
                          "wrong_at_ok": _rate(int((~right & ok).sum()), int(ok.sum())),
-                         "unreadable": _rate(int((~ok).sum()), len(conf))})
+                         "unreadable": _rate(int((~ok).sum()) + self.cocked, len(conf) + self.cocked)})
         return rows
 
     def to_json(self) -> dict:
