@@ -390,3 +390,18 @@ def test_crop_bank_turns_a_dies_offset_from_the_image_centre_with_its_crop():
         assert mark @ offset / (np.linalg.norm(mark) * np.linalg.norm(offset)) > 0.95  # same direction
     plain = bank.sample(0, np.random.default_rng(3), 64, 2.0, jitter=0.0)
     assert isinstance(plain, np.ndarray)  # without offset=True: the crop alone, as before
+
+
+@pytest.mark.parametrize("option, value, need", [("--steps", "0", "1 or more"), ("--crop-size", "8", "16 or more"),
+                                                 ("--flat-target", "1.5", "0..1"), ("--batch", "-1", "1 or more")])
+def test_cocked_training_names_a_bad_option_in_one_line(tmp_path, option, value, need):
+    """A bad number gives one line naming it and exit status 2, before any data is read."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    r = subprocess.run([sys.executable, "-m", "pi_table.train.cocked", "--renders", str(tmp_path), "--out", str(tmp_path),
+                        option, value], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"error: {option} must be {need}, got {float(value) if option == '--flat-target' else value}" in r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "cocked.onnx").exists()

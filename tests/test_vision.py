@@ -518,6 +518,27 @@ def test_reader_json_names_a_bad_second_look(tmp_path):
         DiceReader(tmp_path)
 
 
+def test_a_malformed_reader_json_is_one_line_at_the_cli(tmp_path):
+    """A settings entry missing a key, or a file that is not JSON: exit 2, one line naming the file."""
+    import shutil
+
+    from pi_table.vision.reader import models_dir
+
+    for f in models_dir().iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    config = json.loads((tmp_path / "reader.json").read_text())
+    del config["cocked"]["threshold"]
+    (tmp_path / "reader.json").write_text(json.dumps(config))
+    image = str(sorted(DEMO.glob("*.jpg"))[0])
+    for text, message in ((json.dumps(config), "is not a reader's settings (KeyError: 'threshold')"),
+                          ('{"detector": ', "is not JSON")):
+        (tmp_path / "reader.json").write_text(text)
+        r = subprocess.run([sys.executable, "-m", "pi_table", "read", image, "--models", str(tmp_path)],
+                           capture_output=True, text=True, timeout=120, cwd=REPO)
+        assert r.returncode == 2 and f"{tmp_path / 'reader.json'} {message}" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
 def test_bench_times_the_second_looks_worst_case(tmp_path):
     """With a second look the bench adds a row for the largest frame with every die unsure."""
     from pi_table.vision.bench import bench, format_rows

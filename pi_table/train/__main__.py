@@ -395,7 +395,7 @@ def main(argv=None) -> int:
                     crops.append(D.photometric(neg, rng, args.cls_augment))
                     targets.append(allowed_classes(classes, "none"))
                     boxes.append(np.zeros(4, np.float32)), known.append(False)
-            x = torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
+            x = torch.from_numpy(D.chw_batch(crops))
             y = torch.from_numpy(np.stack(targets))
             logits, box = cls(x)
             loss = set_cross_entropy(logits, y, args.label_smoothing)

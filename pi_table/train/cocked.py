@@ -55,7 +55,15 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="most flat calib dice (photos, renders: each) that may be flagged cocked")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    for option, value, ok, need in (("--steps", args.steps, args.steps >= 1, "1 or more"),
+                                    ("--batch", args.batch, args.batch >= 1, "1 or more"),
+                                    ("--crop-size", args.crop_size, args.crop_size >= 16, "16 or more"),
+                                    ("--flat-target", args.flat_target, 0 <= args.flat_target <= 1, "0..1"),
+                                    ("--threads", args.threads, args.threads >= 1, "1 or more")):
+        if not ok:
+            raise SystemExit(fail(f"{option} must be {need}, got {value}"))
+    return args
 
 
 def fail(message: str) -> int:
@@ -63,11 +71,13 @@ def fail(message: str) -> int:
     return 2
 
 
-def split_photos(images, splits: dict) -> tuple[list, list]:
-    """The photos of ``images`` in ``splits.json``'s train and calib lists (by folder and name)."""
-    names = {part: {(f, n) for f, s in splits["folders"].items() for n in s.get(part, [])} for part in ("train", "calib")}
-    return ([im for im in images if (im.folder, im.path.name) in names["train"]],
-            [im for im in images if (im.folder, im.path.name) in names["calib"]])
+def split_photos(images, models: Path) -> tuple[list, list]:
+    """The photos of ``images`` in ``models/splits.json``'s train and calib lists (by folder and name)."""
+    from pi_table.vision.evaluate import split_names
+
+    train, calib = split_names(models, "train") or {}, split_names(models, "calib") or {}
+    return ([im for im in images if im.path.name in train.get(im.folder, ())],
+            [im for im in images if im.path.name in calib.get(im.folder, ())])
 
 
 def choose_cocked_threshold(p_flat_photos: np.ndarray, p_flat_renders: np.ndarray, target: float) -> float:
@@ -95,14 +105,13 @@ def main(argv=None) -> int:
         if not (args.out / name).is_file():
             return fail(f"--out: no {name} in {args.out} (train the reader first: python3 -m pi_table.train --out {args.out})")
     config = json.loads((args.out / "reader.json").read_text())
-    splits = json.loads((args.out / "splits.json").read_text())
     size, margin = int(args.crop_size), float(config["classifier"]["margin"])
     renders = load_folders(args.renders, "--renders", folder_name="renders")
     renders = [im for im in renders if im.dice and all(d.cocked is not None for d in im.dice)]
     if not renders:
         return fail(f"--renders: no renders with meta/ cocked flags in {', '.join(map(str, args.renders))}")
     photos = load_folders(args.data, "--data") if args.data else []
-    photo_train, photo_calib = split_photos(photos, splits)
+    photo_train, photo_calib = split_photos(photos, args.out)
     rng, started = start(args)
     render_train = [im for im in renders if not is_calib(im.path.name)]
     render_calib = [im for im in renders if is_calib(im.path.name)]
@@ -131,8 +140,7 @@ def main(argv=None) -> int:
         f"cut in {time.time() - started:.0f} s")
 
     def batch_of(crops, offsets) -> torch.Tensor:
-        rgb = np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255
-        return torch.from_numpy(with_position(rgb, np.array(offsets, np.float32)))
+        return torch.from_numpy(with_position(D.chw_batch(crops), np.array(offsets, np.float32)))
 
     net = NumeralNet(len(CLASSES), channels=(12, 24, 48, 64), planes=2)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)

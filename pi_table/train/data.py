@@ -45,6 +45,11 @@ def split_folder(images: list[LabelledImage], folder: str, seed: int) -> dict[st
     return {"train": train, "calib": calib, "valid": valid}
 
 
+def chw_batch(crops) -> np.ndarray:
+    """A list of N SxSx3 uint8 BGR crops as an Nx3xSxS float32 RGB 0..1 batch (a net's input)."""
+    return np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255
+
+
 def load_rgb(path) -> np.ndarray:
     """HxWx3 uint8 BGR image from ``path``; ValueError if unreadable."""
     image = cv2.imread(str(path), cv2.IMREAD_COLOR)

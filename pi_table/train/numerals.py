@@ -146,7 +146,7 @@ def main(argv=None) -> int:
         f"calib {len(calib)} renders; {len(classes)} classes")
 
     def batch_of(crops) -> torch.Tensor:
-        return torch.from_numpy(np.stack([c[:, :, ::-1].transpose(2, 0, 1) for c in crops]).astype(np.float32) / 255)
+        return torch.from_numpy(D.chw_batch(crops))
 
     net = NumeralNet(len(classes), channels=args.channels, colour=not args.grey_only)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)

@@ -216,11 +216,17 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
 
 def held_out_names(models: Path) -> dict[str, set[str]] | None:
     """Image names per data folder that the shipped model never trained on (valid split), or None."""
+    return split_names(models, "valid")
+
+
+def split_names(models: Path, part: str) -> dict[str, set[str]] | None:
+    """Image names per data folder in ``part`` ("train", "calib" or "valid") of ``models/splits.json``
+    (written by ``python3 -m pi_table.train``), or None when there is no such file."""
     path = Path(models) / "splits.json"
     if not path.is_file():
         return None
     splits = json.loads(path.read_text())
-    return {folder: set(s.get("valid", [])) for folder, s in splits["folders"].items()}
+    return {folder: set(s.get(part, [])) for folder, s in splits["folders"].items()}
 
 
 def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limit: int | None = None,

@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -133,7 +133,7 @@ def _session(path: Path, threads: int):
     import onnxruntime as ort
 
     if not Path(path).is_file():
-        raise FileNotFoundError(f"no model file {path} (train one: python3 -m pi_table.train --out {Path(path).parent})")
+        raise FileNotFoundError(f"no model file {path} (train the models as the README's 'Models' says, into {Path(path).parent})")
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = max(0, int(threads))
@@ -388,7 +388,18 @@ class DiceReader:
         config_path = self.models / "reader.json"
         if not config_path.is_file():
             raise FileNotFoundError(f"no reader model in {self.models} (train one: python3 -m pi_table.train --out {self.models})")
-        self.config = json.loads(config_path.read_text())
+        try:
+            self.config = json.loads(config_path.read_text())
+        except ValueError as e:
+            raise ValueError(f"{config_path} is not JSON ({e})") from None
+        try:
+            self._configure(config_path, threads)
+        except (KeyError, TypeError, AttributeError) as e:
+            raise ValueError(f"{config_path} is not a reader's settings ({type(e).__name__}: {e})") from None
+
+    def _configure(self, config_path: Path, threads: int) -> None:
+        """The models and settings ``self.config`` (``reader.json``) names; KeyError or TypeError
+        where it lacks one or has one of the wrong type."""
         det, cls = self.config["detector"], self.config["classifier"]
         self.detector = Detector(self.models / det["file"], det["input"], det["threshold"], threads)
         self.classifier = Classifier([self.models / f for f in model_files(cls)], cls["classes"], cls["temperature"], cls["crop_size"],
@@ -533,16 +544,11 @@ class DiceReader:
 
     def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None) -> list[Die]:
         boxes, probs = self.classify(image, boxes, kinds, CROP_PASSES if crop_mode else None)
-        # Not for a crop (read --crop): where its die lay in its photo is not known, and a flat die
-        # far from the centre shows a side as a cocked one does (cut out of the held-out renders one
-        # by one, 1.8% of the flat dice were flagged, against 0.3% in their whole images).
-        cocked = (np.zeros(len(boxes), bool) if crop_mode
-                  else self.cocked_probability(image, boxes) >= self.cocked_threshold)
         classes = self.classes
         none = classes.index("none")
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
         dice = []
-        for box, p, is_cocked in zip(boxes, probs, cocked):
+        for box, p in zip(boxes, probs):
             if not crop_mode and p[none] >= self.none_threshold:
                 continue  # the classifier says this box is not a die
             if not crop_mode and any(iou(box, d.box) > 0.5 for d in dice):
@@ -555,14 +561,19 @@ class DiceReader:
             kind, face = classes[best].split(":")
             # The die's confidence: right face given a die, times the chance it is a die at all.
             confidence = face_confidence * (1.0 - (0.0 if crop_mode else float(p[none])))
-            if is_cocked:  # not flat: never guessed (RULES.md), the table asks for a re-roll
-                dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence,
-                                "cocked", face_confidence))
-            elif confidence < (self.threshold_for(kind) if threshold is None else float(threshold)):
+            if confidence < (self.threshold_for(kind) if threshold is None else float(threshold)):
                 dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence,
                                 "unreadable", face_confidence))
             else:
                 dice.append(Die(kind, face, face_value(kind, face), box, confidence, "ok", face_confidence))
+        # A die that is not flat: never guessed (RULES.md), the table asks for a re-roll. Not for a
+        # crop (read --crop): where its die lay in its photo is not known, and a flat die far from
+        # the centre shows a side as a cocked one does (cut out of the held-out renders one by one,
+        # 1.8% of the flat dice were flagged, against 0.3% in their whole images).
+        if self.cocked is not None and dice and not crop_mode:
+            flagged = self.cocked_probability(image, [d.box for d in dice]) >= self.cocked_threshold
+            dice = [replace(d, kind=d.kind if kinds is None or d.kind in kinds else default_kind, face="", value=0,
+                            status="cocked") if f else d for d, f in zip(dice, flagged)]
         return dice
 
     def read(self, image: np.ndarray, name: str = "", kinds=None, threshold: float | None = None) -> Reading:
