@@ -187,6 +187,16 @@ def test_numeral_training_names_bad_channels_in_one_line(tmp_path, channels):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("value", ["-0.1", "0.6"])
+def test_numeral_training_names_bad_label_smoothing_in_one_line(tmp_path, capsys, value):
+    from pi_table.train.numerals import parse_args
+
+    with pytest.raises(SystemExit) as stop:
+        parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), "--label-smoothing", value])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip() == f"error: --label-smoothing must be 0..0.5, got {float(value)}"
+
+
 def test_numeral_right_per_kind_counts_top1_by_kind():
     from pi_table.train.numerals import right_per_kind
 

@@ -45,6 +45,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--margin", type=float, default=1.15, help="crop side / box long side")
     p.add_argument("--augment", type=float, default=0.6, help="strength of the photometric augmentation")
     p.add_argument("--channels", default="32,64,128,192", help="channels of the net's four stages (comma-separated)")
+    p.add_argument("--label-smoothing", type=float, default=0.02,
+                   help="label smoothing of the loss (0..0.5; Szegedy et al. 2016): it keeps the net from being "
+                        "sure, which also keeps its surest numerals' confidence below what they earn")
     p.add_argument("--grey-only", action="store_true", help="the net sees grey and high-pass only, not the colours")
     p.add_argument("--valid", type=Path, action="append", default=[],
                    help="rendered folders to score the trained model on, per kind, at the labelled boxes "
@@ -54,6 +57,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
     args = p.parse_args(argv)
+    if not 0 <= args.label_smoothing <= 0.5:
+        print(f"error: --label-smoothing must be 0..0.5, got {args.label_smoothing}", file=sys.stderr)
+        raise SystemExit(2)
     text = args.channels
     try:
         args.channels = tuple(int(c) for c in text.split(","))
@@ -157,7 +163,7 @@ def main(argv=None) -> int:
         picks = rng.integers(0, len(bank), args.batch)
         crops = [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment) for i in picks]
         logits = net(batch_of(crops))
-        loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(targets[picks]), label_smoothing=0.02)
+        loss = torch.nn.functional.cross_entropy(logits, torch.from_numpy(targets[picks]), label_smoothing=args.label_smoothing)
         optimise(opt, sched, loss, losses, step, args.steps, "numerals", t0)
     path = args.out / "numerals.onnx"
     if args.float:
