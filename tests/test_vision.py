@@ -648,6 +648,45 @@ def test_sweep_has_rows_per_die_kind_in_a_folder_of_several(tmp_path):
     assert "renders: d8" in report and "all: d8" not in report
 
 
+def test_eval_calib_keeps_the_calib_split_of_photos_and_renders(tmp_path):
+    """eval --calib scores only what the thresholds were fitted on: the photos' calib names in
+    splits.json, and the one render in 20 (md5 of the name) of a rendered folder."""
+    from pi_table.vision.dataset import is_calib_render
+    from pi_table.vision.evaluate import evaluate
+
+    names = [f"r{i}.png" for i in range(200)]
+    calib_renders = [n for n in names if is_calib_render(n)]
+    assert 0 < len(calib_renders) < 30  # about one in 20
+    renders = tmp_path / "data" / "renders"
+    photos = tmp_path / "data" / "photos"
+    for folder, files, classes in ((renders, names[:60], True), (photos, ["p1.png", "p2.png", "p3.png"], False)):
+        (folder / "images").mkdir(parents=True)
+        (folder / "labels").mkdir()
+        if classes:
+            (folder / "classes.txt").write_text("d6:2\n")
+        for n in files:
+            cv2.imwrite(str(folder / "images" / n), np.zeros((100, 100, 3), np.uint8))
+            (folder / "labels" / (n[:-4] + ".txt")).write_text("0 0.2 0.2 0.2 0.2\n" if classes else "1 0.2 0.2 0.2 0.2\n")
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "splits.json").write_text(json.dumps({"folders": {"photos": {"train": ["p1.png"], "calib": ["p2.png"],
+                                                                           "valid": ["p3.png"]}}}))
+    from pi_table.vision.dice import Die
+
+    reader = fixed_reader(Die("d6", "2", 2, (10, 10, 30, 30), 0.99, "ok"), models=models)()
+    result = evaluate(reader, tmp_path / "data", calib=True)
+    assert result["folders"]["renders"]["images"] == len([n for n in names[:60] if is_calib_render(n)]) >= 1
+    assert result["folders"]["photos"]["images"] == 1
+    assert evaluate(reader, tmp_path / "data")["folders"]["renders"]["images"] == 60
+
+
+def test_eval_calib_does_not_go_with_held_out(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "pi_table", "eval", str(tmp_path), "--calib", "--held-out"], cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "--calib" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
 def test_shipped_classifier_is_an_ensemble_whose_logits_are_averaged():
     """models/reader.json names two classifiers (seeds 0 and 1); the reader's scores are their mean."""
     from pi_table.vision.reader import models_dir

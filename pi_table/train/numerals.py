@@ -72,10 +72,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def is_calib(name: str) -> bool:
-    """True for the one render in 20 (by md5 of its file name) kept out of training."""
-    from pi_table.train.render import md5_int
+    """True for the one render in 20 (by md5 of its file name) kept out of training
+    (:func:`pi_table.vision.dataset.is_calib_render`)."""
+    from pi_table.vision.dataset import is_calib_render
 
-    return md5_int(name) % 20 == 0
+    return is_calib_render(name)
 
 
 def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:

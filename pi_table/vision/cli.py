@@ -57,6 +57,8 @@ def register(sub) -> None:
     p.add_argument("--cut-crops", type=float, metavar="MARGIN", help="score read --crop on dice cut from DIR's labelled "
                    "photos, each MARGIN times its box (1.0 tight, 1.8 loose)")
     p.add_argument("--held-out", action="store_true", help="only images the shipped model never trained on (models/splits.json)")
+    p.add_argument("--calib", action="store_true", help="only the calib split the temperatures and thresholds were "
+                   "fitted on (models/splits.json; renders: the one in 20 training keeps out); not with --held-out")
     p.add_argument("--limit", type=int, help="score only the first N images")
     p.add_argument("--sweep", metavar="T,T,...", help="also score the same reads with unreadable cut at each of "
                    "these thresholds (0..1), e.g. 0.5,0.8,0.9,0.95,0.98")
@@ -115,6 +117,9 @@ def _eval(args) -> int:
     sweep = parse_thresholds(args.sweep)
     if sweep and (args.crop or args.cut_crops is not None):
         raise ValueError("--sweep scores photos; it does not go with --crop or --cut-crops")
+    if args.calib and (args.held_out or args.crop or args.cut_crops is not None):
+        raise ValueError("--calib scores the calib split of labelled photos; it does not go with --held-out, --crop "
+                         "or --cut-crops")
     reader = _reader(args)
     if args.crop:
         result = evaluate_crops(reader, folder, kinds)
@@ -123,10 +128,11 @@ def _eval(args) -> int:
                                     die_boxes=args.boxes == "die")
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,
-                          die_boxes=args.boxes == "die")
+                          die_boxes=args.boxes == "die", calib=args.calib)
     result["models"] = str(reader.models)
     result["boxes"] = args.boxes
     result["held_out"] = bool(args.held_out)
+    result["calib"] = bool(args.calib)
     if args.json:
         print(json.dumps(result))
     else:

@@ -16,6 +16,7 @@ Used by ``pi-table eval`` and by the training code; OpenCV and NumPy only.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -364,3 +365,14 @@ def with_die_boxes(labelled: LabelledImage, image=None) -> LabelledImage:
             sizes.append(max(box[2] - box[0], box[3] - box[1]))
         grown[i] = box or typical_die_box(die, size)
     return replace(labelled, dice=tuple(replace(d, box=grown[i]) for i, d in enumerate(labelled.dice)))
+
+
+def is_calib_render(name: str) -> bool:
+    """True for the one render in 20 (by md5 of its file ``name``) that training keeps out of
+    every rendered folder it reads: the temperatures and thresholds are fitted on these."""
+    return int(hashlib.md5(name.encode()).hexdigest(), 16) % 20 == 0
+
+
+def is_rendered(image: "LabelledImage") -> bool:
+    """True when ``image`` lies in a rendered folder (one with a ``classes.txt``)."""
+    return (image.path.parent.parent / "classes.txt").is_file()

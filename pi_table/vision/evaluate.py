@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.vision.dataset import LabelledImage, load_crops, load_yolo, with_die_boxes
+from pi_table.vision.dataset import (LabelledImage, is_calib_render, is_rendered, load_crops, load_yolo,
+                                     with_die_boxes)
 from pi_table.vision.dice import KINDS
 from pi_table.vision.reader import DiceReader, crop_die, iou, load_image
 
@@ -230,8 +231,11 @@ def split_names(models: Path, part: str) -> dict[str, set[str]] | None:
 
 
 def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limit: int | None = None,
-                    die_boxes: bool = True) -> list[LabelledImage]:
-    """The labelled images under ``root`` to score; ``held_out`` keeps only the reader's valid split.
+                    die_boxes: bool = True, calib: bool = False) -> list[LabelledImage]:
+    """The labelled images under ``root`` to score; ``held_out`` keeps only the reader's valid split,
+    ``calib`` only its calib split (photos: ``splits.json``'s calib names; renders: the one in 20
+    training keeps out, :func:`pi_table.vision.dataset.is_calib_render`, which is the calib split
+    of the rendered folders training read), on which the temperatures and thresholds were fitted.
     With ``die_boxes`` the boxes of folders that label pips (matteop65's) are grown to the whole
     die first (:func:`pi_table.vision.dataset.with_die_boxes`), as the reader boxes dice.
 
@@ -246,13 +250,20 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
         images = [im for im in images if im.path.name in names.get(im.folder, set())]
         if not images:
             raise ValueError(f"no held-out images of the shipped model under {root}")
+    if calib:
+        names = split_names(reader.models, "calib") or {}
+        images = [im for im in images if im.path.name in names.get(im.folder, set())
+                  or (is_rendered(im) and is_calib_render(im.path.name))]
+        if not images:
+            raise ValueError(f"no calib images of the shipped model under {root}")
     images = images[:limit] if limit else images
     return [with_die_boxes(im) for im in images] if die_boxes else images
 
 
 def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None,
-             sweep=(), die_boxes: bool = True) -> dict:
-    """Score every labelled image under ``root``; ``held_out`` keeps only the valid split;
+             sweep=(), die_boxes: bool = True, calib: bool = False) -> dict:
+    """Score every labelled image under ``root``; ``held_out`` keeps only the valid split, ``calib``
+    only the calib split (:func:`labelled_images`);
     ``die_boxes`` as in :func:`labelled_images` (False: the boxes as labelled).
 
     Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json()}``, and with
@@ -264,7 +275,7 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
     """
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
-    for labelled in labelled_images(reader, root, held_out, limit, die_boxes):
+    for labelled in labelled_images(reader, root, held_out, limit, die_boxes, calib):
         s = score_image(reader, labelled, kinds)
         per_folder[labelled.folder].add(s)
         total.add(s)
