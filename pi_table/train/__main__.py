@@ -23,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.train.numerals import NUMBERED, fit_temperature, is_calib
-from pi_table.vision.dataset import boxes_pips, with_die_boxes
+from pi_table.train import refuse_bad_options
+from pi_table.train.numerals import NUMBERED, fit_temperature
+from pi_table.vision.dataset import boxes_pips, is_calib_render, with_die_boxes
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -82,16 +83,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
-    if not 0 <= args.label_smoothing <= 0.5:
-        print(f"error: --label-smoothing must be 0..0.5, got {args.label_smoothing}", file=sys.stderr)
-        raise SystemExit(2)
-    if args.ensemble < 1:
-        print(f"error: --ensemble must be 1 or more, got {args.ensemble}", file=sys.stderr)
-        raise SystemExit(2)
-    for option in ("det_width", "cls_width"):
-        if not getattr(args, option) > 0:
-            print(f"error: --{option.replace('_', '-')} must be above 0, got {getattr(args, option)}", file=sys.stderr)
-            raise SystemExit(2)
+    refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
+                        ("--ensemble", args.ensemble, args.ensemble >= 1, "1 or more"),
+                        ("--det-width", args.det_width, args.det_width > 0, "above 0"),
+                        ("--cls-width", args.cls_width, args.cls_width > 0, "above 0")))
     return args
 
 
@@ -209,8 +204,8 @@ def main(argv=None) -> int:
     trained = [f for f in splits if not wanted or under(f, wanted)]
     render_images = load_folders(args.renders, "--renders", folder_name="renders")
     # One render in 20 is kept for calibration, as the numeral model keeps it (train/numerals.py).
-    render_calib = [im for im in render_images if is_calib(im.path.name)]
-    render_images = [im for im in render_images if not is_calib(im.path.name)]
+    render_calib = [im for im in render_images if is_calib_render(im.path.name)]
+    render_images = [im for im in render_images if not is_calib_render(im.path.name)]
     train_imgs = [im for f in trained for im in splits[f]["train"]]
     calib_imgs = [im for f in trained for im in splits[f]["calib"]]
     if args.smoke:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pi_table.train import refuse_bad_options
 from pi_table.vision.reader import centre_offset, with_position
 
 CLASSES = ["flat", "cocked"]
@@ -56,13 +57,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
-    for option, value, ok, need in (("--steps", args.steps, args.steps >= 1, "1 or more"),
-                                    ("--batch", args.batch, args.batch >= 1, "1 or more"),
-                                    ("--crop-size", args.crop_size, args.crop_size >= 16, "16 or more"),
-                                    ("--flat-target", args.flat_target, 0 <= args.flat_target <= 1, "0..1"),
-                                    ("--threads", args.threads, args.threads >= 1, "1 or more")):
-        if not ok:
-            raise SystemExit(fail(f"{option} must be {need}, got {value}"))
+    refuse_bad_options((("--steps", args.steps, args.steps >= 1, "1 or more"),
+                        ("--batch", args.batch, args.batch >= 1, "1 or more"),
+                        ("--crop-size", args.crop_size, args.crop_size >= 16, "16 or more"),
+                        ("--flat-target", args.flat_target, 0 <= args.flat_target <= 1, "0..1"),
+                        ("--threads", args.threads, args.threads >= 1, "1 or more")))
     return args
 
 
@@ -97,7 +96,8 @@ def main(argv=None) -> int:
     from pi_table.train import data as D
     from pi_table.train.__main__ import load_folders, log, optimise, start
     from pi_table.train.nets import NumeralNet, export_classifier
-    from pi_table.train.numerals import fit_temperature, is_calib
+    from pi_table.train.numerals import fit_temperature
+    from pi_table.vision.dataset import is_calib_render
     from pi_table.vision.dataset import with_die_boxes
     from pi_table.vision.reader import Classifier
 
@@ -113,8 +113,8 @@ def main(argv=None) -> int:
     photos = load_folders(args.data, "--data") if args.data else []
     photo_train, photo_calib = split_photos(photos, args.out)
     rng, started = start(args)
-    render_train = [im for im in renders if not is_calib(im.path.name)]
-    render_calib = [im for im in renders if is_calib(im.path.name)]
+    render_train = [im for im in renders if not is_calib_render(im.path.name)]
+    render_calib = [im for im in renders if is_calib_render(im.path.name)]
     if args.smoke:
         # renders holding a cocked die first (a stable sort), so that both classes are there
         render_train = sorted(render_train, key=lambda im: not any(d.cocked for d in im.dice))[:12]

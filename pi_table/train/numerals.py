@@ -29,6 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+from pi_table.train import refuse_bad_options
+from pi_table.vision.dataset import is_calib_render
+
 #: Die kinds read by numeral rather than by pips.
 NUMBERED: tuple[str, ...] = ("d8", "d10", "d10-tens")
 
@@ -57,26 +60,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
     args = p.parse_args(argv)
-    if not 0 <= args.label_smoothing <= 0.5:
-        print(f"error: --label-smoothing must be 0..0.5, got {args.label_smoothing}", file=sys.stderr)
-        raise SystemExit(2)
     text = args.channels
     try:
         args.channels = tuple(int(c) for c in text.split(","))
     except ValueError:
         args.channels = ()
-    if len(args.channels) != 4 or min(args.channels) < 1:
-        print(f"error: --channels must be four positive integers, got {text!r}", file=sys.stderr)
-        raise SystemExit(2)
+    refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
+                        ("--channels", repr(text), len(args.channels) == 4 and min(args.channels) >= 1,
+                         "four positive integers")))
     return args
-
-
-def is_calib(name: str) -> bool:
-    """True for the one render in 20 (by md5 of its file name) kept out of training
-    (:func:`pi_table.vision.dataset.is_calib_render`)."""
-    from pi_table.vision.dataset import is_calib_render
-
-    return is_calib_render(name)
 
 
 def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:
@@ -134,8 +126,8 @@ def main(argv=None) -> int:
     images = load_folders(args.renders, "--renders", folder_name="renders")
     valid = load_folders(args.valid, "--valid", folder_name="renders") if args.valid else []
     rng, started = start(args)
-    train = [im for im in images if not is_calib(im.path.name)]
-    calib = [im for im in images if is_calib(im.path.name)]
+    train = [im for im in images if not is_calib_render(im.path.name)]
+    calib = [im for im in images if is_calib_render(im.path.name)]
     if args.smoke:
         train, calib = train[:8], calib[:4]
         args.steps, args.batch = 4, 16
