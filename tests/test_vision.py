@@ -700,3 +700,32 @@ def test_shipped_classifier_is_an_ensemble_whose_logits_are_averaged():
     each = [Classifier(models_dir() / f, reader.classifier.classes).logits(crops) for f in files]
     assert not np.allclose(each[0], each[1], atol=1e-3)
     assert np.allclose(reader.classifier.logits(crops), np.mean(each, axis=0), atol=1e-5)
+
+
+def test_second_look_holds_a_numbered_shape_to_its_kinds_threshold():
+    """A die the classifier calls a d10 at 0.96 is unsure (its numeral must reach the d10
+    threshold, 0.99) though 0.96 clears the d6 threshold; a d6 face at 0.96 is sure."""
+    reader = DiceReader()
+    reader.second_look = 4
+    reader.threshold, reader.thresholds = 0.94, {"d8": 0.95, "d10": 0.99, "d10-tens": 0.97}
+    classes = reader.classifier.classes
+    assert reader.shape_threshold("d6:3") == 0.94
+    assert reader.shape_threshold("d8:*") == 0.95
+    assert reader.shape_threshold("d10:*") == 0.97  # the lower of d10's and d10-tens's
+
+    def row(best: str, p: float) -> np.ndarray:
+        probs = np.full(len(classes), (1 - p) / (len(classes) - 1))
+        probs[classes.index(best)] = p
+        return reader.classifier.temperature * np.log(probs)  # calibrated() gives probs back
+
+    logits = np.stack([row("d6:3", 0.96), row("d10:*", 0.96), row("d8:*", 0.96), row("d10:*", 0.98),
+                       row("none", 0.96)]).astype(np.float32)
+    looked = {}
+
+    def turned_mean(model, image, boxes, z, rows):
+        looked["rows"] = list(rows)
+        return z
+
+    reader._turned_mean = turned_mean
+    reader._second_look(np.zeros((64, 64, 3), np.uint8), [(0, 0, 10, 10)] * len(logits), logits)
+    assert looked["rows"] == [1]  # the d10 below 0.97; not the d6 or d8 above theirs, the d10 at 0.98, nor `none`

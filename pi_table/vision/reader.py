@@ -19,7 +19,8 @@
    classifier's shape probabilities and q the numeral model's.
 
 4. **Second look** (``reader.json``'s ``second_look``, views per unsure die): a die whose
-   best face is below ``threshold`` is read again from its crop turned by a quarter, a half
+   best class is below its kind's threshold (a numbered shape's: its kinds', as
+   calibration chose them) is read again from its crop turned by a quarter, a half
    and three quarters (a die's top face reads the same whichever way it is turned), and the
    four views' scores are averaged: test-time augmentation, paid only for unsure dice. On
    the held-out nellbyler dice it lifted the shipped model's top-1 face from 97.3% to 98.8%.
@@ -442,6 +443,14 @@ class DiceReader:
         """The confidence below which a die of ``kind`` is reported ``unreadable``."""
         return self.thresholds.get(kind, self.threshold)
 
+    def shape_threshold(self, cls: str) -> float:
+        """The threshold a classifier class ``cls`` answers to: its kind's (``d6:3`` -> d6's); for
+        a numbered shape the lowest of the kinds it stands for (``d10:*`` -> d10's and
+        d10-tens's), since the numeral it carries is read against that."""
+        shape = cls.split(":")[0]
+        kinds = [k for k in KINDS if shape_class(k) == f"{shape}:*"] if cls.endswith(":*") else [shape]
+        return min((self.threshold_for(k) for k in kinds), default=self.threshold)
+
     def boxes_and_logits(self, image: np.ndarray, boxes, refine: int | None = None) -> tuple[list, np.ndarray]:
         """Boxes (x0, y0, x1, y1 pixels, clipped to the image) as the classifier's box head
         places them, and the raw class scores (NxC float32) of the crops they were read from.
@@ -466,17 +475,20 @@ class DiceReader:
         """``logits`` (NxC) with the rows of unsure dice replaced by the mean over
         :attr:`second_look` turned views of their crops (cut around ``boxes``, as the first).
 
-        Unsure: the best class that is a die is below :attr:`threshold` (``reader.json``'s,
-        whatever threshold a caller reads at, so that scoring sees what runs at the table)
-        and ``none`` is below :attr:`none_threshold` (a box about to be dropped is not looked
-        at again).
+        Unsure: the best class that is a die is below the threshold of its kind
+        (:meth:`shape_threshold`: ``reader.json``'s, whatever threshold a caller reads at, so
+        that scoring sees what runs at the table; a numbered shape, ``d10:*``, is held to its
+        kinds' threshold, which its read face must reach) and ``none`` is below
+        :attr:`none_threshold` (a box about to be dropped is not looked at again).
         """
         if self.second_look == 1 or len(logits) == 0:
             return logits
         p = self.classifier.calibrated(logits)
         none = self.classifier.classes.index("none")
-        best = np.delete(p, none, axis=1).max(axis=1)
-        rows = np.flatnonzero((best < self.threshold) & (p[:, none] < self.none_threshold))
+        limits = np.array([self.shape_threshold(c) for c in self.classifier.classes])
+        dice = np.delete(np.arange(p.shape[1]), none)
+        best = dice[p[:, dice].argmax(axis=1)]
+        rows = np.flatnonzero((p[np.arange(len(p)), best] < limits[best]) & (p[:, none] < self.none_threshold))
         if not len(rows):
             return logits
         return self._turned_mean(self.classifier, image, [boxes[i] for i in rows], logits, rows)
