@@ -181,7 +181,7 @@ box and rejects those that are not dice.
 
 {common}""")
     views = int(config.get("second_look", 1))
-    look_text = (f"\nSecond look: a die below the threshold is read again from its crop turned by "
+    look_text = (f"\nSecond look: a die below its kind's threshold is read again from its crop turned by "
                  f"{'quarter turns' if views == 4 else 'a half turn'} and the {views} views' logits are averaged "
                  f"(test-time augmentation, paid only for unsure dice; the threshold is chosen with it on)."
                  if views > 1 else "")
