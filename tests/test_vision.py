@@ -161,6 +161,8 @@ def test_cli_read_json_on_a_demo_photo():
     (("eval", "/no/such/dir"), "/no/such/dir"),
     (("eval", str(DEMO)), str(DEMO)),
     (("eval", str(REPO / "tests" / "fixtures"), "--cut-crops", "9"), "9.0"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--close-ups", "20"), "20.0"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--cut-crops", "1.3", "--close-ups", "2"), "--close-ups"),
     (("eval", str(DEMO), "--sweep", "0.5,x"), "'x'"),
     (("eval", str(DEMO), "--sweep", "0.5,1.5"), "1.5"),
 ])
@@ -429,6 +431,16 @@ def test_cli_eval_cut_crops_scores_read_crop_on_labelled_dice():
     s = json.loads(result.stdout)["all"]
     assert s["images"] == s["dice"] >= 5 and s["recall"] == 1.0  # one crop per labelled die, each read
     assert s["read_right"] > 0.6
+
+
+def test_cli_eval_close_ups_scores_read_on_one_die_filling_the_picture():
+    real = need_shared()
+    result = cli("eval", str(real / "matteop65-d6-desk" / "Valid"), "--close-ups", "2", "--json", "--limit", "5",
+                 "--threads", "1")
+    assert result.returncode == 0, result.stderr
+    s = json.loads(result.stdout)["all"]
+    assert s["images"] == s["dice"] >= 5  # one close-up per labelled die
+    assert s["recall"] >= 0.8 and s["read_right"] > 0.6
 
 
 def test_centre_match_counts_a_die_whose_label_boxes_only_its_pips(tmp_path):
@@ -729,3 +741,67 @@ def test_second_look_holds_a_numbered_shape_to_its_kinds_threshold():
     reader._turned_mean = turned_mean
     reader._second_look(np.zeros((64, 64, 3), np.uint8), [(0, 0, 10, 10)] * len(logits), logits)
     assert looked["rows"] == [1]  # the d10 below 0.97; not the d6 or d8 above theirs, the d10 at 0.98, nor `none`
+
+
+def test_crop_die_averages_a_die_much_bigger_than_its_crop():
+    """Shrinking a 600-pixel die to 48 pixels averages its pixels (cv2.warpAffine alone samples
+    one pixel in 16 and turns fine stripes into noise); a die near the crop's size is cut by the
+    one warp, as training cut it."""
+    image = np.zeros((1000, 1000, 3), np.uint8)
+    image[:, ::2] = 255  # one-pixel stripes: grey once averaged
+    crop = crop_die(image, (200, 200, 800, 800), size=48, margin=1.3)
+    assert crop.shape == (48, 48, 3)
+    assert abs(float(crop.mean()) - 127.5) < 10 and float(crop.std()) < 12, (crop.mean(), crop.std())
+    small = crop_die(image, (480, 480, 540, 540), size=48, margin=1.3)  # 78-pixel crop: one warp
+    scale = 48 / 78
+    m = np.array([[scale, 0, 24 - 510 * scale], [0, scale, 24 - 510 * scale]], np.float32)
+    assert np.array_equal(small, cv2.warpAffine(image, m, (48, 48), flags=cv2.INTER_AREA, borderMode=cv2.BORDER_REPLICATE))
+
+
+def test_a_die_filling_half_the_picture_is_found_whole(reader):
+    """A phone's close-up (each demo die with twice its box around it, 1500 pixels across): the
+    detector alone splits such a die into pips; the zoomed-out second look finds it whole."""
+    from pi_table.vision.evaluate import close_up
+    from pi_table.vision.reader import iou
+
+    whole = total = parts = right = 0
+    for photo in sorted(DEMO.glob("*.jpg")):
+        image = load_image(photo)
+        lines = (DEMO / "labels" / (photo.stem + ".txt")).read_text().split()
+        h, w = image.shape[:2]
+        for i in range(0, len(lines), 5):
+            cx, cy, bw, bh = (float(v) for v in lines[i + 1 : i + 5])
+            box = ((cx - bw / 2) * w, (cy - bh / 2) * h, (cx + bw / 2) * w, (cy + bh / 2) * h)
+            picture, die_box = close_up(image, box, 2.0)
+            assert max(picture.shape[:2]) == 1500
+            reading = reader.read(picture)
+            total += 1
+            found = [d for d in reading.dice if iou(d.box, die_box) >= 0.5]
+            whole += bool(found)
+            right += bool(found) and found[0].status == "ok" and found[0].face == str(int(lines[i]) + 1)
+            parts += sum(1 for d in reading.dice if d not in found and iou(d.box, die_box) < 0.5
+                         and d.box[0] >= die_box[0] and d.box[2] <= die_box[2] and d.box[1] >= die_box[1] and d.box[3] <= die_box[3])
+    assert whole >= 0.9 * total and right >= 0.8 * total and parts <= 0.2 * total, (whole, right, parts, total)
+
+
+def test_a_cluster_of_small_dice_is_not_taken_for_one_big_die(reader, monkeypatch):
+    """When the zoomed-out look boxes a cluster of dice the first look read surely, the first
+    look's boxes stand; when the boxes inside are no dice (parts of a big die), the big box
+    replaces them."""
+    from pi_table.vision.reader import Detection
+
+    photo = sorted(DEMO.glob("*.jpg"))[0]
+    image = load_image(photo)
+    found = reader.detector.detect(image)
+    assert len(found) >= 3
+    xs = [v for d in found[:3] for v in (d.box[0], d.box[2])]
+    ys = [v for d in found[:3] for v in (d.box[1], d.box[3])]
+    cluster = (min(xs) - 5, min(ys) - 5, max(xs) + 5, max(ys) + 5)
+    monkeypatch.setattr(reader.detector, "big_dice", lambda im, f: [(Detection(cluster, 0.9), [0, 1, 2])])
+    assert reader._with_big_dice(image, found) == [d.box for d in found]
+    # Three boxes of bare tray (no die) inside a big box: parts, dropped for it.
+    tray = [(5.0, 5.0, 25.0, 25.0), (30.0, 5.0, 50.0, 25.0), (5.0, 30.0, 25.0, 50.0)]
+    blank = np.full((400, 400, 3), 200, np.uint8)
+    fake = [Detection(b, 0.5) for b in tray] + [Detection((300.0, 300.0, 330.0, 330.0), 0.8)]
+    monkeypatch.setattr(reader.detector, "big_dice", lambda im, f: [(Detection((0.0, 0.0, 60.0, 60.0), 0.9), [0, 1, 2])])
+    assert reader._with_big_dice(blank, fake) == [(0.0, 0.0, 60.0, 60.0), (300.0, 300.0, 330.0, 330.0)]

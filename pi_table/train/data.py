@@ -196,7 +196,8 @@ def det_targets(boxes: np.ndarray, out: int = 320) -> tuple[np.ndarray, np.ndarr
 def crop_rotated(image: np.ndarray, cx: float, cy: float, side: float, angle: float, size: int) -> np.ndarray:
     """A ``size x size`` crop of ``side`` pixels around (cx, cy), turned by ``angle`` degrees.
 
-    With angle 0 this is exactly :func:`pi_table.vision.reader.crop_die` (same affine map).
+    With angle 0 and ``side <= 3 * size`` this is exactly :func:`pi_table.vision.reader.crop_die`
+    (same affine map); the training dice (photos and renders, 12 to 90 pixels) are never larger.
     """
     scale = size / side
     m = cv2.getRotationMatrix2D((cx, cy), angle, scale)

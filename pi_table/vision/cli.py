@@ -56,6 +56,9 @@ def register(sub) -> None:
     p.add_argument("--crop", action="store_true", help="DIR holds one-die crops named by face value")
     p.add_argument("--cut-crops", type=float, metavar="MARGIN", help="score read --crop on dice cut from DIR's labelled "
                    "photos, each MARGIN times its box (1.0 tight, 1.8 loose)")
+    p.add_argument("--close-ups", type=float, metavar="FRAME", help="score read on close-ups of single dice made from "
+                   "DIR's labelled photos: each die with FRAME times its box around it (1.2..10; 2: the die fills half "
+                   "the picture), scaled to a 1500-pixel long side, as a phone held over one die sees it")
     p.add_argument("--held-out", action="store_true", help="only images the shipped model never trained on (models/splits.json)")
     p.add_argument("--calib", action="store_true", help="only the calib split the temperatures and thresholds were "
                    "fitted on (models/splits.json; renders: the one in 20 training keeps out); not with --held-out")
@@ -106,7 +109,7 @@ def _read(args) -> int:
 
 
 def _eval(args) -> int:
-    from pi_table.vision.evaluate import evaluate, evaluate_crops, evaluate_cut_crops, format_report
+    from pi_table.vision.evaluate import evaluate, evaluate_close_ups, evaluate_crops, evaluate_cut_crops, format_report
 
     kinds = parse_kinds(args.kinds)
     folder = Path(args.folder)
@@ -115,16 +118,23 @@ def _eval(args) -> int:
     if args.limit is not None and args.limit < 1:
         raise ValueError(f"--limit must be >= 1, got {args.limit}")
     sweep = parse_thresholds(args.sweep)
-    if sweep and (args.crop or args.cut_crops is not None):
-        raise ValueError("--sweep scores photos; it does not go with --crop or --cut-crops")
-    if args.calib and (args.held_out or args.crop or args.cut_crops is not None):
-        raise ValueError("--calib scores the calib split of labelled photos; it does not go with --held-out, --crop "
-                         "or --cut-crops")
+    modes = [name for name, on in (("--crop", args.crop), ("--cut-crops", args.cut_crops is not None),
+                                   ("--close-ups", args.close_ups is not None)) if on]
+    if len(modes) > 1:
+        raise ValueError(f"{modes[0]} does not go with {modes[1]}")
+    if sweep and modes:
+        raise ValueError(f"--sweep scores photos; it does not go with {modes[0]}")
+    if args.calib and (args.held_out or modes):
+        raise ValueError("--calib scores the calib split of labelled photos; it does not go with --held-out, --crop, "
+                         "--cut-crops or --close-ups")
     reader = _reader(args)
     if args.crop:
         result = evaluate_crops(reader, folder, kinds)
     elif args.cut_crops is not None:
         result = evaluate_cut_crops(reader, folder, args.cut_crops, kinds, held_out=args.held_out, limit=args.limit,
+                                    die_boxes=args.boxes == "die")
+    elif args.close_ups is not None:
+        result = evaluate_close_ups(reader, folder, args.close_ups, kinds, held_out=args.held_out, limit=args.limit,
                                     die_boxes=args.boxes == "die")
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,

@@ -215,6 +215,10 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
     return score
 
 
+#: Long side, pixels, of :func:`close_up`'s pictures (a phone photo scaled for the web is 1000 to 2000).
+CLOSE_UP_SIDE = 1500
+
+
 def held_out_names(models: Path) -> dict[str, set[str]] | None:
     """Image names per data folder that the shipped model never trained on (valid split), or None."""
     return split_names(models, "valid")
@@ -310,6 +314,80 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
             per_folder[labelled.folder].add(s)
             total.add(s)
     return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
+
+
+def close_up(image: np.ndarray, box, frame: float, side: int = CLOSE_UP_SIDE) -> tuple[np.ndarray, tuple]:
+    """A phone's close-up of one die made from a labelled photo: the square ``frame`` times the
+    die's box's long side around it (moved to stay inside the image where it fits, cut at the
+    image's edge where it does not), scaled so its long side is ``side`` pixels.
+
+    Args:
+        image: ``HxWx3 uint8 BGR``; box: the die's (x0, y0, x1, y1) in its pixels.
+
+    Returns:
+        (the close-up, ``side`` pixels on its long side, HxWx3 uint8 BGR; the die's box in it).
+    """
+    import cv2
+
+    h, w = image.shape[:2]
+    x0, y0, x1, y1 = box
+    win = max(x1 - x0, y1 - y0) * frame
+    wx0 = int(max(0.0, min(w - win, (x0 + x1) / 2 - win / 2)))
+    wy0 = int(max(0.0, min(h - win, (y0 + y1) / 2 - win / 2)))
+    window = image[wy0 : int(min(h, wy0 + win)), wx0 : int(min(w, wx0 + win))]
+    f = side / max(window.shape[:2])
+    size = (max(1, round(window.shape[1] * f)), max(1, round(window.shape[0] * f)))
+    scaled = cv2.resize(window, size, interpolation=cv2.INTER_CUBIC if f > 1 else cv2.INTER_AREA)
+    return scaled, ((x0 - wx0) * f, (y0 - wy0) * f, (x1 - wx0) * f, (y1 - wy0) * f)
+
+
+def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None, held_out: bool = False,
+                       limit: int | None = None, die_boxes: bool = True) -> dict:
+    """Score ``read`` on close-ups of single dice (``eval --close-ups FRAME``): each labelled die
+    of the photos under ``root`` cut out with ``frame`` times its box around it and scaled to a
+    1500-pixel long side (:func:`close_up`; the die fills 1/``frame`` of the picture, as when a
+    phone is held over one die), read as a whole photo. Only that die is scored: it is found
+    where a detection has IoU >= 0.5 with it; a detection lying over half inside it that does
+    not match it (a pip or face of the die taken for a die) counts as a false die. Neighbours
+    the window catches are not scored.
+
+    Returns the same shape as :func:`evaluate`; ValueError if ``frame`` is not in 1.2..10.
+    """
+    if not 1.2 <= frame <= 10:
+        raise ValueError(f"--close-ups frame must be 1.2..10, got {frame}")
+    per_folder: dict[str, Score] = defaultdict(Score)
+    total = Score()
+    for labelled in labelled_images(reader, root, held_out, limit, die_boxes):
+        image = load_image(labelled.path)
+        for die in labelled.dice:
+            picture, box = close_up(image, die.box, frame)
+            reading = reader.read(picture, name=labelled.path.name, kinds=kinds, threshold=0.0)
+            counts = Score(images=1, dice=1, ms=[reading.ms])
+            match = max(reading.dice, key=lambda d: iou(d.box, box), default=None)
+            if match is None or iou(match.box, box) < 0.5:
+                counts.confusion[(f"{die.kind}:{die.face}", "-")] += 1
+                match = None
+            else:
+                counts.detections = 1
+                counts.count_read(match, die.kind, die.face, reader.threshold_for(match.kind), die.cocked)
+                counts.centre_found, counts.centre_right = 1, counts.right
+            for d in reading.dice:
+                if d is not match and _inside(d.box, box) > 0.5:
+                    counts.detections += 1
+                    counts.false_dice += 1
+            s = Score(kinds={die.kind: counts})
+            s.add(counts)
+            per_folder[labelled.folder].add(s)
+            total.add(s)
+    return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
+
+
+def _inside(a, b) -> float:
+    """The share of box ``a``'s area that lies inside box ``b``."""
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    area = max(1e-9, (a[2] - a[0]) * (a[3] - a[1]))
+    return ix * iy / area
 
 
 def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face: str, kinds,

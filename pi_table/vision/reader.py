@@ -4,6 +4,13 @@
    (Zhou et al. 2019, "Objects as Points") on the image scaled so its long side is
    ``detector.input`` pixels; it outputs, at stride 4, a die-centre heat map, the box size
    and the sub-cell offset. Peaks of the heat map above ``detector.threshold`` are dice.
+   **Big dice**: the net learned dice 12 to 90 input pixels across and splits a bigger one (a
+   phone held over one die) into pips and faces, so :meth:`DiceReader.read` looks a second time
+   with the image three times smaller (``reader.json``'s ``zoom_out``, default on; about a
+   quarter of the first look's time) and puts a big die it finds, once a look at the scale
+   where it is about 51 pixels across confirms it, in place of the parts. A "big die" whose
+   parts include two that the classifier calls dice is a cluster of dice seen as one, and is
+   dropped (:meth:`Detector.big_dice`, :meth:`DiceReader._with_big_dice`).
 2. **Classification** (``models/classifier.onnx``): each box is cut from the full-resolution
    image as a square ``crop.margin`` times the box's long side, scaled to ``crop.size``
    pixels, and a small CNN gives a score per class ``KIND:FACE`` plus ``none`` (not a die:
@@ -42,6 +49,7 @@ never guessed. The settings live in ``models/reader.json``, written by the train
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from dataclasses import dataclass, replace
@@ -108,17 +116,27 @@ def crop_die(image: np.ndarray, box, size: int, margin: float) -> np.ndarray:
 
     Returns:
         ``size x size x 3 uint8 BGR``; parts outside the image repeat the border.
+
+    A crop more than three times ``size`` (a phone's close-up of one die) is first warped at
+    a side of ``ceil(side)`` pixels, then shrunk by pixel-area averaging: ``cv2.warpAffine``
+    samples bilinearly whatever flag it is given, so shrinking a 600-pixel die to 48 in one warp
+    would read one pixel in 12 and alias its pips and numerals away. Dice at the sizes the models
+    were trained on (scale 1/3 and up: up to 110 pixels for the 48-pixel classifier crop at margin
+    1.3) take the one warp, exactly as training cut them
+    (:func:`pi_table.train.data.crop_rotated`).
     """
     import cv2
 
     x0, y0, x1, y1 = (float(v) for v in box)
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     side = max(x1 - x0, y1 - y0, 4.0) * margin
-    scale = size / side
-    # Affine map: crop centre -> output centre, side -> size (one warp, sub-pixel exact).
-    m = np.array([[scale, 0, size / 2 - cx * scale], [0, scale, size / 2 - cy * scale]], dtype=np.float32)
+    out = size if size * 3 >= side else math.ceil(side)
+    scale = out / side
+    # Affine map: crop centre -> output centre, side -> out (one warp, sub-pixel exact).
+    m = np.array([[scale, 0, out / 2 - cx * scale], [0, scale, out / 2 - cy * scale]], dtype=np.float32)
     interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-    return cv2.warpAffine(image, m, (size, size), flags=interp, borderMode=cv2.BORDER_REPLICATE)
+    crop = cv2.warpAffine(image, m, (out, out), flags=interp, borderMode=cv2.BORDER_REPLICATE)
+    return crop if out == size else cv2.resize(crop, (size, size), interpolation=cv2.INTER_AREA)
 
 
 @dataclass(frozen=True)
@@ -186,14 +204,141 @@ class Detector:
             canvas[:, nw:] = canvas[:, nw - 1 : nw]
         if ph > nh:
             canvas[nh:] = canvas[nh - 1 : nh]
-        tensor = canvas[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) * (1 / 255)
-        return np.ascontiguousarray(tensor), scale
+        return _tensor(canvas), scale
+
+    def prepare_zoomed_out(self, image: np.ndarray, zoom: float) -> tuple[np.ndarray, float, float, float]:
+        """``image`` (HxWx3 uint8 BGR) shrunk ``zoom`` times more than :meth:`prepare` shrinks it,
+        centred on a canvas (a multiple of 32, at least 16 pixels around the image) filled with
+        the median colour of the image's edge.
+
+        Returns:
+            (1x3xH'xW' float32 RGB tensor, scale input/original, x and y of the image's corner
+            on the canvas in input pixels).
+        """
+        import cv2
+
+        h, w = image.shape[:2]
+        full = self.input_size / max(h, w)
+        scale = full / zoom
+        nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
+        # Through the first look's size: OpenCV's area resize is 3x faster in two steps here.
+        first = cv2.resize(image, (max(nw, round(w * full)), max(nh, round(h * full))),
+                           interpolation=cv2.INTER_AREA if full < 1 else cv2.INTER_LINEAR)
+        resized = cv2.resize(first, (nw, nh), interpolation=cv2.INTER_AREA)
+        pw, ph = -(-(nw + 32) // 32) * 32, -(-(nh + 32) // 32) * 32
+        canvas = np.empty((ph, pw, 3), np.uint8)
+        canvas[:] = _edge_colour(image)
+        ox, oy = (pw - nw) // 2, (ph - nh) // 2
+        canvas[oy : oy + nh, ox : ox + nw] = resized
+        return _tensor(canvas), scale, float(ox), float(oy)
 
     def detect(self, image: np.ndarray) -> list[Detection]:
         """Dice boxes in ``image`` (HxWx3 uint8 BGR), pixels of that image, best first."""
         tensor, scale = self.prepare(image)
         heat, size, offset = self.session.run(["heat", "size", "offset"], {"image": tensor})
         return decode(heat[0, 0], size[0], offset[0], self.threshold, 4.0 / scale, image.shape[1], image.shape[0])
+
+    def big_dice(self, image: np.ndarray, found: list[Detection]) -> list[tuple[Detection, list[int]]]:
+        """Dice too big for :meth:`detect`, from a second look at ``image`` (HxWx3 uint8 BGR)
+        :data:`ZOOM_OUT` times smaller (:meth:`prepare_zoomed_out`; its canvas is about a ninth
+        of the first look's, its time about a quarter).
+
+        The net learned dice 12 to 90 input pixels across (``pi_table.train.data.det_sample``)
+        and splits a bigger one (a phone's close-up of one die) into pips and faces. The second
+        look's dice at least :data:`LARGE_DIE` first-look input pixels across count, except those
+        the first look found too at a size it knows (IoU > 0.5, at most 90 pixels) and those a
+        look at the scale where they would be about 51 pixels across does not find again
+        (:meth:`confirms`: the net sizes a die seen below its trained range badly, and a cluster
+        of small dice can come out as one big box).
+
+        Args:
+            found: :meth:`detect`'s detections of the same image.
+
+        Returns:
+            (big die, indices into ``found`` of the boxes that are its parts: over half their area
+            inside it and less than half its size), best first.
+        """
+        h, w = image.shape[:2]
+        scale = self.input_size / max(h, w)
+        tensor, zscale, ox, oy = self.prepare_zoomed_out(image, ZOOM_OUT)
+        heat, size, offset = self.session.run(["heat", "size", "offset"], {"image": tensor})
+        canvas = decode(heat[0, 0], size[0], offset[0], self.threshold, 4.0 / zscale,
+                        round(tensor.shape[3] / zscale), round(tensor.shape[2] / zscale))
+        dx, dy = ox / zscale, oy / zscale
+        big = []
+        for d in canvas:
+            x0, y0, x1, y1 = d.box[0] - dx, d.box[1] - dy, d.box[2] - dx, d.box[3] - dy
+            if not (0 <= (x0 + x1) / 2 <= w and 0 <= (y0 + y1) / 2 <= h):
+                continue  # centred on the plain canvas around the image: nothing there
+            box = (max(0.0, x0), max(0.0, y0), min(float(w), x1), min(float(h), y1))
+            if _long_side(box) * scale < LARGE_DIE:
+                continue
+            if any(iou(f.box, box) > 0.5 and _long_side(f.box) * scale <= 90.0 for f in found):
+                continue
+            if self.confirms(image, box):
+                big.append((Detection(box, d.score), [i for i, f in enumerate(found) if _part_of(f.box, box)]))
+        return big
+
+    def confirms(self, image: np.ndarray, box) -> bool:
+        """Whether a look at the square window 2.5 times ``box`` (pixels of ``image``, HxWx3
+        uint8 BGR) around its centre, scaled to 128 pixels (the box about 51 across, where the
+        net sizes dice well), finds a die with IoU >= 0.5 to ``box``. Outside the image the
+        window is the median colour of the image's edge."""
+        import cv2
+
+        h, w = image.shape[:2]
+        side = max(_long_side(box), 4.0) * 2.5
+        wx0, wy0 = (box[0] + box[2]) / 2 - side / 2, (box[1] + box[3]) / 2 - side / 2
+        px = 128
+        f = px / side
+        ix0, iy0 = max(0, int(math.floor(wx0))), max(0, int(math.floor(wy0)))
+        ix1, iy1 = min(w, int(math.ceil(wx0 + side))), min(h, int(math.ceil(wy0 + side)))
+        canvas = np.empty((px, px, 3), np.uint8)
+        canvas[:] = _edge_colour(image)
+        if ix1 - ix0 >= 2 and iy1 - iy0 >= 2:
+            cx0, cy0 = round((ix0 - wx0) * f), round((iy0 - wy0) * f)
+            cw, ch = min(px - cx0, max(1, round((ix1 - ix0) * f))), min(px - cy0, max(1, round((iy1 - iy0) * f)))
+            if cw > 0 and ch > 0:
+                part = cv2.resize(image[iy0:iy1, ix0:ix1], (cw, ch), interpolation=cv2.INTER_AREA if f < 1 else cv2.INTER_LINEAR)
+                canvas[cy0 : cy0 + ch, cx0 : cx0 + cw] = part
+        heat, size, offset = self.session.run(["heat", "size", "offset"], {"image": _tensor(canvas)})
+        for d in decode(heat[0, 0], size[0], offset[0], self.threshold, 4.0 / f, round(px / f), round(px / f)):
+            if iou((d.box[0] + wx0, d.box[1] + wy0, d.box[2] + wx0, d.box[3] + wy0), box) >= 0.5:
+                return True
+        return False
+
+
+# The second, zoomed-out look (Detector.big_dice). The detector learned dice 12 to 90 input pixels
+# across (pi_table.train.data.det_sample); 3x smaller, a die filling the whole frame (320 px)
+# comes out at 107.
+ZOOM_OUT = 3.0
+LARGE_DIE = 64.0   # first-look input pixels: a zoomed-out find at least this big is a big die
+
+
+def _long_side(box) -> float:
+    return max(box[2] - box[0], box[3] - box[1])
+
+
+def _area(box) -> float:
+    return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1])
+
+
+def _part_of(part, whole) -> bool:
+    """Whether box ``part`` lies over half inside box ``whole`` and is less than half its area."""
+    ix = max(0.0, min(part[2], whole[2]) - max(part[0], whole[0]))
+    iy = max(0.0, min(part[3], whole[3]) - max(part[1], whole[1]))
+    return ix * iy > 0.5 * _area(part) and _area(part) < 0.5 * _area(whole)
+
+
+def _edge_colour(image: np.ndarray) -> np.ndarray:
+    """The median BGR colour (3 uint8) of the pixels on an HxWx3 image's edge."""
+    edge = np.concatenate([image[0], image[-1], image[:, 0], image[:, -1]])
+    return np.median(edge, axis=0).astype(np.uint8)
+
+
+def _tensor(canvas: np.ndarray) -> np.ndarray:
+    """HxWx3 uint8 BGR -> 1x3xHxW float32 RGB 0..1, contiguous."""
+    return np.ascontiguousarray(canvas[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) * (1 / 255))
 
 
 def decode(heat: np.ndarray, size: np.ndarray, offset: np.ndarray, threshold: float, stride: float,
@@ -428,6 +573,9 @@ class DiceReader:
         if self.second_look not in (1, 2, 4):
             raise ValueError(f"{config_path}: second_look must be 1, 2 or 4, got {self.second_look}")
         self.kinds = tuple(sorted({c.split(":")[0] for c in self.classes if c != "none"}, key=KINDS.index))
+        #: Whether :meth:`read` looks again, zoomed out, for dice too big for the detector
+        #: (``reader.json``'s ``zoom_out``, default true; module docstring, "Big dice").
+        self.zoom_out = bool(self.config.get("zoom_out", True))
 
     def check_kinds(self, kinds) -> tuple[str, ...] | None:
         """``kinds`` as a tuple, None for all; ValueError naming a kind the kit does not know."""
@@ -588,6 +736,33 @@ class DiceReader:
                             status="cocked") if f else d for d, f in zip(dice, flagged)]
         return dice
 
+    def _with_big_dice(self, image: np.ndarray, detections: list[Detection]) -> list:
+        """The boxes to read: ``detections`` (the detector's first look) with the dice too big for
+        it (:meth:`Detector.big_dice`, a close-up) in place of the parts it split them into.
+
+        A big die with two or more parts that the classifier alone (one view) calls a die at the
+        threshold of the class it gives them is a cluster of small dice the second look saw as
+        one: the first look's boxes stand. (The pips and faces a big die is split into are not
+        called dice so surely.)
+        """
+        boxes = [d.box for d in detections]
+        if not self.zoom_out:
+            return boxes
+        dropped: set[int] = set()
+        big = []
+        none = self.classifier.classes.index("none")
+        for die, parts in self.detector.big_dice(image, detections):
+            parts = [i for i in parts if i not in dropped]
+            if len(parts) >= 2:
+                p = self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, [boxes[i] for i in parts])))
+                best = p.argmax(axis=1)
+                sure = [b != none and p[j, b] >= self.shape_threshold(self.classifier.classes[b]) for j, b in enumerate(best)]
+                if sum(sure) >= 2:
+                    continue
+            dropped.update(parts)
+            big.append(die.box)
+        return big + [b for i, b in enumerate(boxes) if i not in dropped]
+
     def read(self, image: np.ndarray, name: str = "", kinds=None, threshold: float | None = None) -> Reading:
         """Every die in a tray photo.
 
@@ -605,7 +780,7 @@ class DiceReader:
         self._check_image(image)
         start = time.perf_counter()
         detections = self.detector.detect(image)
-        boxes = [d.box for d in detections]
+        boxes = self._with_big_dice(image, detections)
         dice = self._dice(image, boxes, kinds, False, threshold) if boxes else []
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
