@@ -7,7 +7,8 @@
    **Big dice**: the net learned dice 12 to 90 input pixels across and splits a bigger one (a
    phone held over one die) into pips and faces, so :meth:`DiceReader.read` looks a second time
    with the image three times smaller (``reader.json``'s ``zoom_out``, default on; about a
-   quarter of the first look's time) and puts a big die it finds, once a look at the scale
+   quarter of the first look's time) and puts a die it finds there beyond the first look's range
+   (90 input pixels), once a look at the scale
    where it is about 51 pixels across confirms it, in place of the parts. A "big die" whose
    parts include two that the classifier calls dice is a cluster of dice seen as one, and is
    dropped (:meth:`Detector.big_dice`, :meth:`DiceReader._with_big_dice`).
@@ -312,7 +313,7 @@ class Detector:
 # across (pi_table.train.data.det_sample); 3x smaller, a die filling the whole frame (320 px)
 # comes out at 107.
 ZOOM_OUT = 3.0
-LARGE_DIE = 64.0   # first-look input pixels: a zoomed-out find at least this big is a big die
+LARGE_DIE = 90.0   # first-look input pixels: a zoomed-out find at least this big (beyond what the first look learned) is a big die
 
 
 def _long_side(box) -> float:
