@@ -52,9 +52,8 @@ def main(argv=None) -> int:
         res = evaluate_cut_crops(reader, args.data, margin, held_out=True)
         crop_rows += [_row(f"{name}, cut at {margin}x the box", s) for name, s in res["folders"].items()]
         cmds.append(f"pi-table eval {args.data} --held-out --cut-crops {margin}")
-    close_rows = []
     res = evaluate_close_ups(reader, args.data, 2.0, held_out=True)
-    close_rows += [_row(f"{name}, close-up (die 1/2 of the picture)", s) for name, s in res["folders"].items()]
+    close_rows = [_row(f"{name}, close-up (die 1/2 of the picture)", s) for name, s in res["folders"].items()]
     cmds.append(f"pi-table eval {args.data} --held-out --close-ups 2")
     render_rows: list[str] = []
     if args.renders:

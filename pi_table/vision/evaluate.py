@@ -18,7 +18,7 @@ import numpy as np
 from pi_table.vision.dataset import (LabelledImage, is_calib_render, is_rendered, load_crops, load_yolo,
                                      with_die_boxes)
 from pi_table.vision.dice import KINDS
-from pi_table.vision.reader import DiceReader, crop_die, iou, load_image
+from pi_table.vision.reader import DiceReader, crop_die, inside_share, iou, load_image
 
 
 @dataclass
@@ -303,14 +303,25 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
     """
     if not 0.5 <= margin <= 4:
         raise ValueError(f"--cut-crops margin must be 0.5..4, got {margin}")
+
+    def score(image: np.ndarray, name: str, die) -> Score:
+        x0, y0, x1, y1 = die.box
+        crop = crop_die(image, die.box, max(8, round(max(x1 - x0, y1 - y0) * margin)), margin)
+        return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked)
+
+    return _each_die(reader, root, held_out, limit, die_boxes, score)
+
+
+def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None, die_boxes: bool, score) -> dict:
+    """``score(image, name, die) -> Score`` for every labelled die under ``root`` (images as
+    :func:`labelled_images` picks them), summed per data folder and in all, as :func:`evaluate`
+    returns them."""
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     for labelled in labelled_images(reader, root, held_out, limit, die_boxes):
         image = load_image(labelled.path)
         for die in labelled.dice:
-            x0, y0, x1, y1 = die.box
-            crop = crop_die(image, die.box, max(8, round(max(x1 - x0, y1 - y0) * margin)), margin)
-            s = _score_crop(reader, crop, labelled.path.name, die.kind, die.face, kinds, die.cocked)
+            s = score(image, labelled.path.name, die)
             per_folder[labelled.folder].add(s)
             total.add(s)
     return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
@@ -355,39 +366,33 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
     """
     if not 1.2 <= frame <= 10:
         raise ValueError(f"--close-ups frame must be 1.2..10, got {frame}")
-    per_folder: dict[str, Score] = defaultdict(Score)
-    total = Score()
-    for labelled in labelled_images(reader, root, held_out, limit, die_boxes):
-        image = load_image(labelled.path)
-        for die in labelled.dice:
-            picture, box = close_up(image, die.box, frame)
-            reading = reader.read(picture, name=labelled.path.name, kinds=kinds, threshold=0.0)
-            counts = Score(images=1, dice=1, ms=[reading.ms])
-            match = max(reading.dice, key=lambda d: iou(d.box, box), default=None)
-            if match is None or iou(match.box, box) < 0.5:
-                counts.confusion[(f"{die.kind}:{die.face}", "-")] += 1
-                match = None
-            else:
-                counts.detections = 1
-                counts.count_read(match, die.kind, die.face, reader.threshold_for(match.kind), die.cocked)
-                counts.centre_found, counts.centre_right = 1, counts.right
-            for d in reading.dice:
-                if d is not match and _inside(d.box, box) > 0.5:
-                    counts.detections += 1
-                    counts.false_dice += 1
-            s = Score(kinds={die.kind: counts})
-            s.add(counts)
-            per_folder[labelled.folder].add(s)
-            total.add(s)
-    return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
+
+    def score(image: np.ndarray, name: str, die) -> Score:
+        picture, box = close_up(image, die.box, frame)
+        reading = reader.read(picture, name=name, kinds=kinds, threshold=0.0)
+        counts = Score(images=1, dice=1, ms=[reading.ms])
+        match = max(reading.dice, key=lambda d: iou(d.box, box), default=None)
+        if match is None or iou(match.box, box) < 0.5:
+            counts.confusion[(f"{die.kind}:{die.face}", "-")] += 1
+            match = None
+        else:
+            counts.detections = 1
+            counts.count_read(match, die.kind, die.face, reader.threshold_for(match.kind), die.cocked)
+            counts.centre_found, counts.centre_right = 1, counts.right
+        for d in reading.dice:
+            if d is not match and inside_share(d.box, box) > 0.5:
+                counts.detections += 1
+                counts.false_dice += 1
+        return _one_die(die.kind, counts)
+
+    return _each_die(reader, root, held_out, limit, die_boxes, score)
 
 
-def _inside(a, b) -> float:
-    """The share of box ``a``'s area that lies inside box ``b``."""
-    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
-    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    area = max(1e-9, (a[2] - a[0]) * (a[3] - a[1]))
-    return ix * iy / area
+def _one_die(kind: str, counts: Score) -> Score:
+    """The Score of one die's ``counts``, kept under its ``kind`` too."""
+    score = Score(kinds={kind: counts})
+    score.add(counts)
+    return score
 
 
 def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face: str, kinds,
@@ -400,9 +405,7 @@ def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face
         counts.detections = 1
         counts.count_read(reading.dice[0], kind, face, reader.threshold_for(reading.dice[0].kind), cocked)
         counts.centre_found, counts.centre_right = 1, counts.right  # one die, the whole image: both matches agree
-    score = Score(kinds={kind: counts})
-    score.add(counts)
-    return score
+    return _one_die(kind, counts)
 
 
 def evaluate_crops(reader: DiceReader, root: Path, kinds=None) -> dict:

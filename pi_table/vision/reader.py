@@ -164,13 +164,23 @@ def _session(path: Path, threads: int):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def iou(a, b) -> float:
-    """Intersection over union of two (x0, y0, x1, y1) boxes."""
+def _intersection(a, b) -> float:
+    """Area (pixels^2) common to two (x0, y0, x1, y1) boxes."""
     ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
     iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = ix * iy
+    return ix * iy
+
+
+def iou(a, b) -> float:
+    """Intersection over union of two (x0, y0, x1, y1) boxes."""
+    inter = _intersection(a, b)
     union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
     return inter / union if union > 0 else 0.0
+
+
+def inside_share(a, b) -> float:
+    """The share (0..1) of box ``a``'s area that lies inside box ``b``; boxes (x0, y0, x1, y1)."""
+    return _intersection(a, b) / max(1e-9, (a[2] - a[0]) * (a[3] - a[1]))
 
 
 class Detector:
@@ -236,8 +246,13 @@ class Detector:
     def detect(self, image: np.ndarray) -> list[Detection]:
         """Dice boxes in ``image`` (HxWx3 uint8 BGR), pixels of that image, best first."""
         tensor, scale = self.prepare(image)
+        return self._find(tensor, 4.0 / scale, image.shape[1], image.shape[0])
+
+    def _find(self, tensor: np.ndarray, stride: float, width: int, height: int) -> list[Detection]:
+        """Run the net on ``tensor`` (1x3xHxW float32) and :func:`decode` its peaks; ``stride``:
+        pixels of the frame the boxes are given in per output cell, clipped to ``width`` x ``height``."""
         heat, size, offset = self.session.run(["heat", "size", "offset"], {"image": tensor})
-        return decode(heat[0, 0], size[0], offset[0], self.threshold, 4.0 / scale, image.shape[1], image.shape[0])
+        return decode(heat[0, 0], size[0], offset[0], self.threshold, stride, width, height)
 
     def big_dice(self, image: np.ndarray, found: list[Detection]) -> list[tuple[Detection, list[int]]]:
         """Dice too big for :meth:`detect`, from a second look at ``image`` (HxWx3 uint8 BGR)
@@ -262,9 +277,7 @@ class Detector:
         h, w = image.shape[:2]
         scale = self.input_size / max(h, w)
         tensor, zscale, ox, oy = self.prepare_zoomed_out(image, ZOOM_OUT)
-        heat, size, offset = self.session.run(["heat", "size", "offset"], {"image": tensor})
-        canvas = decode(heat[0, 0], size[0], offset[0], self.threshold, 4.0 / zscale,
-                        round(tensor.shape[3] / zscale), round(tensor.shape[2] / zscale))
+        canvas = self._find(tensor, 4.0 / zscale, round(tensor.shape[3] / zscale), round(tensor.shape[2] / zscale))
         dx, dy = ox / zscale, oy / zscale
         big = []
         for d in canvas:
@@ -274,7 +287,7 @@ class Detector:
             box = (max(0.0, x0), max(0.0, y0), min(float(w), x1), min(float(h), y1))
             if _long_side(box) * scale < LARGE_DIE:
                 continue
-            if any(iou(f.box, box) > 0.5 and _long_side(f.box) * scale <= 90.0 for f in found):
+            if any(iou(f.box, box) > 0.5 and _long_side(f.box) * scale <= LARGE_DIE for f in found):
                 continue
             if self.confirms(image, box):
                 big.append((Detection(box, d.score), [i for i, f in enumerate(found) if _part_of(f.box, box)]))
@@ -302,8 +315,7 @@ class Detector:
             if cw > 0 and ch > 0:
                 part = cv2.resize(image[iy0:iy1, ix0:ix1], (cw, ch), interpolation=cv2.INTER_AREA if f < 1 else cv2.INTER_LINEAR)
                 canvas[cy0 : cy0 + ch, cx0 : cx0 + cw] = part
-        heat, size, offset = self.session.run(["heat", "size", "offset"], {"image": _tensor(canvas)})
-        for d in decode(heat[0, 0], size[0], offset[0], self.threshold, 4.0 / f, round(px / f), round(px / f)):
+        for d in self._find(_tensor(canvas), 4.0 / f, round(px / f), round(px / f)):
             if iou((d.box[0] + wx0, d.box[1] + wy0, d.box[2] + wx0, d.box[3] + wy0), box) >= 0.5:
                 return True
         return False
@@ -326,9 +338,7 @@ def _area(box) -> float:
 
 def _part_of(part, whole) -> bool:
     """Whether box ``part`` lies over half inside box ``whole`` and is less than half its area."""
-    ix = max(0.0, min(part[2], whole[2]) - max(part[0], whole[0]))
-    iy = max(0.0, min(part[3], whole[3]) - max(part[1], whole[1]))
-    return ix * iy > 0.5 * _area(part) and _area(part) < 0.5 * _area(whole)
+    return inside_share(part, whole) > 0.5 and _area(part) < 0.5 * _area(whole)
 
 
 def _edge_colour(image: np.ndarray) -> np.ndarray:
