@@ -163,6 +163,8 @@ def test_cli_read_json_on_a_demo_photo():
     (("eval", str(REPO / "tests" / "fixtures"), "--cut-crops", "9"), "9.0"),
     (("eval", str(REPO / "tests" / "fixtures"), "--close-ups", "20"), "20.0"),
     (("eval", str(REPO / "tests" / "fixtures"), "--cut-crops", "1.3", "--close-ups", "2"), "--close-ups"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--crop", "--misses", "/tmp/pi-table-misses"), "--misses"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md")), "README.md"),
     (("eval", str(DEMO), "--sweep", "0.5,x"), "'x'"),
     (("eval", str(DEMO), "--sweep", "0.5,1.5"), "1.5"),
 ])
@@ -583,6 +585,42 @@ def test_eval_grows_pip_labels_to_die_boxes(tmp_path):
     as_labelled = evaluate(WholeDie(), tmp_path / "matteop65-d6-desk", die_boxes=False)["all"]
     assert grown["read_right"] == 1 and grown["counts"]["false_dice"] == 0
     assert as_labelled["read_right"] == 0 and as_labelled["read_right_centre"] == 1
+
+
+def test_eval_misses_lists_each_die_not_read_right_and_draws_a_contact_sheet(tmp_path):
+    """--misses: a die read as another face, one below the threshold, one no detection overlaps and
+    a false die are each listed once (a die read right is not), and the folder's contact sheet
+    holds one tile for each."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import TILE, TILES_PER_ROW, evaluate, write_misses
+
+    folder = tmp_path / "tray"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.png"), np.full((200, 200, 3), 128, np.uint8))
+    # faces 2, 3, 4, 5 (classes 1..4) at four corners, 40 px boxes
+    (folder / "labels" / "a.txt").write_text("1 0.15 0.15 0.2 0.2\n2 0.85 0.15 0.2 0.2\n3 0.15 0.85 0.2 0.2\n"
+                                             "4 0.85 0.85 0.2 0.2\n")
+    Fake = fixed_reader(Die("d6", "2", 2, (10, 10, 50, 50), 0.99, "ok"),  # right
+                        Die("d6", "6", 6, (150, 10, 190, 50), 0.99, "ok"),  # a 3 read as 6
+                        Die("d6", "4", 4, (10, 150, 50, 190), 0.5, "ok"),  # a 4 below the 0.9 threshold
+                        Die("d6", "1", 1, (90, 90, 120, 120), 0.95, "ok"),  # no die there
+                        size=200, models=tmp_path)  # the 5 at bottom right: missed
+    misses = []
+    result = evaluate(Fake(), folder, misses=misses)
+    assert result["all"]["read_right"] == 0.25
+    assert sorted((m.what, m.truth, m.read) for m in misses) == [
+        ("false", "", "1"), ("missed", "5", ""), ("unreadable", "4", "4"), ("wrong", "3", "6")]
+    assert [m.caption() for m in misses if m.what == "wrong"] == ["3 -> 6 0.99 ok"]
+    written = write_misses(misses, tmp_path / "out")
+    assert [p.name for p in written] == ["misses.json", "tray.jpg"]
+    assert len(json.loads(written[0].read_text())) == 4
+    sheet = cv2.imread(str(written[1]))
+    assert sheet.shape == (TILE + 34, TILE * TILES_PER_ROW, 3)
+    # the wrong read's tile shows the die's grey square, not the padding round the photo's edge
+    assert sheet[:TILE, TILE:2 * TILE].std() > 5
+    with pytest.raises(ValueError, match="not a folder"):
+        write_misses(misses, written[1])
 
 
 def test_scores_are_kept_per_die_kind(tmp_path):

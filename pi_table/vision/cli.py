@@ -68,6 +68,8 @@ def register(sub) -> None:
     p.add_argument("--boxes", choices=("die", "as-labelled"), default="die", help="die: the labels of folders that box "
                    "a die's pips (matteop65's) are grown to the whole die before matching, as the reader boxes dice "
                    "(default); as-labelled: match the label boxes as they are")
+    p.add_argument("--misses", metavar="OUT", help="write OUT/misses.json and a contact sheet per data folder "
+                   "(OUT/<folder>.jpg): every die not read right and every false die, label box green, read box red")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
     p.add_argument("--threads", type=int, default=0)
     p.set_defaults(func=_eval)
@@ -127,6 +129,11 @@ def _eval(args) -> int:
     if args.calib and (args.held_out or modes):
         raise ValueError("--calib scores the calib split of labelled photos; it does not go with --held-out, --crop, "
                          "--cut-crops or --close-ups")
+    if args.misses is not None and modes:
+        raise ValueError(f"--misses shows the dice of whole labelled photos; it does not go with {modes[0]}")
+    if args.misses is not None and Path(args.misses).exists() and not Path(args.misses).is_dir():
+        raise ValueError(f"--misses: {args.misses} exists and is not a folder")
+    misses = [] if args.misses is not None else None
     reader = _reader(args)
     if args.crop:
         result = evaluate_crops(reader, folder, kinds)
@@ -138,15 +145,22 @@ def _eval(args) -> int:
                                     die_boxes=args.boxes == "die")
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,
-                          die_boxes=args.boxes == "die", calib=args.calib)
+                          die_boxes=args.boxes == "die", calib=args.calib, misses=misses)
     result["models"] = str(reader.models)
     result["boxes"] = args.boxes
     result["held_out"] = bool(args.held_out)
     result["calib"] = bool(args.calib)
+    if misses is not None:
+        from pi_table.vision.evaluate import write_misses
+
+        written = write_misses(misses, Path(args.misses))
+        result["misses"] = {"count": len(misses), "files": [str(p) for p in written]}
     if args.json:
         print(json.dumps(result))
     else:
         print(format_report(result))
+        if misses is not None:
+            print(f"\nmisses: {len(misses)} (dice not read right, false dice): {', '.join(map(str, written))}")
     return 0
 
 

@@ -161,6 +161,42 @@ class Score:
         }
 
 
+@dataclass(frozen=True)
+class Miss:
+    """One labelled die the reader did not read right, or one false die (``pi-table eval --misses``).
+
+    ``what``: ``missed`` (no detection overlaps it at IoU >= 0.5), ``wrong`` (read ``ok`` as
+    another face or kind), ``unreadable`` (below its kind's threshold, or ``cocked``) or ``false``
+    (a detection matching no labelled die). Boxes are (x0, y0, x1, y1) pixels of the image;
+    ``truth_box`` is None for a false die, ``read_box`` None for a die no detection covers.
+    ``overlap`` is the IoU of the two boxes (0 when one is missing). ``read``/``confidence``
+    are the reader's best face and its confidence whatever its status.
+    """
+
+    image: str
+    folder: str
+    what: str
+    kind: str
+    truth: str
+    read: str
+    confidence: float
+    status: str
+    truth_box: tuple | None
+    read_box: tuple | None
+    overlap: float
+
+    def caption(self) -> str:
+        """One short line: ``4 -> 1 0.99 ok``, ``missed 4 (IoU 0.37)``, ``false: 3 0.99 ok``."""
+        if self.what == "missed":
+            return f"missed {self.truth} (IoU {self.overlap:.2f})"
+        if self.what == "false":
+            return f"false: {self.read} {self.confidence:.2f} {self.status}"
+        return f"{self.truth} -> {self.read} {self.confidence:.2f} {self.status}"
+
+    def to_json(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
 def read_ok(die, threshold: float) -> bool:
     """Whether a die read at threshold 0 would be reported ``ok`` at the reader's ``threshold``."""
     return die.status == "ok" and die.confidence >= threshold
@@ -170,11 +206,12 @@ def _rate(num: int, den: int) -> float:
     return round(num / den, 5) if den else 0.0
 
 
-def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Score:
+def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses: list | None = None) -> Score:
     """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5).
 
     The counts are kept per die kind too (``Score.kinds``): a labelled die counts for its kind,
-    a detection (and a false die) for the kind it was read as."""
+    a detection (and a false die) for the kind it was read as. With a ``misses`` list, each
+    labelled die not read right and each false die is appended to it as a :class:`Miss`."""
     image = load_image(labelled.path)
     reading = reader.read(image, name=labelled.path.name, kinds=kinds, threshold=0.0)
     by_kind: dict[str, Score] = defaultdict(Score)
@@ -184,12 +221,14 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
         by_kind[die.kind].detections += 1
     pairs = sorted(((iou(d.box, t.box), i, j) for i, d in enumerate(reading.dice) for j, t in enumerate(labelled.dice)), reverse=True)
     used_d, used_t = set(), set()
+    matched: dict[int, int] = {}  # labelled die -> detection
     for overlap, i, j in pairs:
         if overlap < 0.5:
             break
         if i in used_d or j in used_t:
             continue
         used_d.add(i), used_t.add(j)
+        matched[j] = i
         truth = labelled.dice[j]
         by_kind[truth.kind].count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind),
                                        truth.cocked)
@@ -198,6 +237,8 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
             by_kind[truth.kind].confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
     for i, die in enumerate(reading.dice):
         by_kind[die.kind].false_dice += i not in used_d
+    if misses is not None:
+        misses += _misses(reader, labelled, reading.dice, matched)
     for truth in labelled.dice:
         cx, cy = (truth.box[0] + truth.box[2]) / 2, (truth.box[1] + truth.box[3]) / 2
         covering = [d for d in reading.dice if d.box[0] <= cx <= d.box[2] and d.box[1] <= cy <= d.box[3]]
@@ -213,6 +254,39 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None) -> Scor
         score.kinds[kind] = counts
     score.images = 1
     return score
+
+
+def _misses(reader: DiceReader, labelled: LabelledImage, dice, matched: dict[int, int]) -> list[Miss]:
+    """The :class:`Miss` records of one scored image: ``dice`` read at threshold 0, ``matched``
+    labelled die index -> detection index (IoU >= 0.5)."""
+    out = []
+    name, folder = str(labelled.path), labelled.folder
+    for j, truth in enumerate(labelled.dice):
+        if j not in matched:
+            best = max(dice, key=lambda d: iou(d.box, truth.box), default=None)
+            overlap = iou(best.box, truth.box) if best else 0.0
+            best = best if overlap > 0 else None  # the nearest read only where it overlaps
+            out.append(Miss(name, folder, "missed", truth.kind, truth.face, best.face if best else "",
+                            best.confidence if best else 0.0, _status(reader, best) if best else "",
+                            tuple(truth.box), tuple(best.box) if best else None, overlap))
+            continue
+        die = dice[matched[j]]
+        status = _status(reader, die)
+        if status != "ok" or die.kind != truth.kind or die.face != truth.face:
+            out.append(Miss(name, folder, "wrong" if status == "ok" else "unreadable", truth.kind, truth.face,
+                            die.face, die.confidence, status, tuple(truth.box), tuple(die.box), iou(die.box, truth.box)))
+    for i, die in enumerate(dice):
+        if i not in matched.values():
+            out.append(Miss(name, folder, "false", die.kind, "", die.face, die.confidence, _status(reader, die), None,
+                            tuple(die.box), 0.0))
+    return out
+
+
+def _status(reader: DiceReader, die) -> str:
+    """A die read at threshold 0 with the status the reader gives it at its own threshold."""
+    if die.status == "cocked":
+        return "cocked"
+    return "ok" if read_ok(die, reader.threshold_for(die.kind)) else "unreadable"
 
 
 #: Long side, pixels, of :func:`close_up`'s pictures (a phone photo scaled for the web is 1000 to 2000).
@@ -265,10 +339,11 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
 
 
 def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None,
-             sweep=(), die_boxes: bool = True, calib: bool = False) -> dict:
+             sweep=(), die_boxes: bool = True, calib: bool = False, misses: list | None = None) -> dict:
     """Score every labelled image under ``root``; ``held_out`` keeps only the valid split, ``calib``
     only the calib split (:func:`labelled_images`);
-    ``die_boxes`` as in :func:`labelled_images` (False: the boxes as labelled).
+    ``die_boxes`` as in :func:`labelled_images` (False: the boxes as labelled); with a ``misses``
+    list, every die not read right and every false die is appended to it (:class:`Miss`).
 
     Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json()}``, and with
     thresholds in ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` (``all`` too, and
@@ -280,7 +355,7 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     for labelled in labelled_images(reader, root, held_out, limit, die_boxes, calib):
-        s = score_image(reader, labelled, kinds)
+        s = score_image(reader, labelled, kinds, misses)
         per_folder[labelled.folder].add(s)
         total.add(s)
     result = {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
@@ -414,6 +489,72 @@ def evaluate_crops(reader: DiceReader, root: Path, kinds=None) -> dict:
     for path, kind, face in load_crops(root):
         total.add(_score_crop(reader, load_image(path), path.name, kind, face, kinds))
     return {"folders": {Path(root).name: total.to_json()}, "all": total.to_json()}
+
+
+#: Side in pixels of one die's picture on a contact sheet (:func:`write_misses`), and tiles per row.
+TILE, TILES_PER_ROW = 192, 6
+
+
+def miss_tile(image: np.ndarray, miss: Miss) -> np.ndarray:
+    """A TILE x (TILE + 34) uint8 BGR picture of one miss: the photo round the labelled and the
+    read box (a square 1.8 times their union's long side, at least 48 pixels), the label's box
+    green, the reader's red, its :meth:`Miss.caption` and image name below."""
+    import cv2
+
+    boxes = [b for b in (miss.truth_box, miss.read_box) if b is not None]
+    x0, y0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
+    x1, y1 = max(b[2] for b in boxes), max(b[3] for b in boxes)
+    half = max(24.0, 0.9 * max(x1 - x0, y1 - y0))
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    scale = TILE / (2 * half)
+    # One affine warp: the square round the boxes to the tile, the photo's edge padded grey.
+    m = np.float32([[scale, 0, (half - cx) * scale], [0, scale, (half - cy) * scale]])
+    tile = cv2.warpAffine(image, m, (TILE, TILE), flags=cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR,
+                          borderMode=cv2.BORDER_CONSTANT, borderValue=(90, 90, 90))
+    for box, colour in ((miss.truth_box, (0, 200, 0)), (miss.read_box, (0, 0, 255))):
+        if box is not None:
+            a = (int(round((box[0] - cx + half) * scale)), int(round((box[1] - cy + half) * scale)))
+            b = (int(round((box[2] - cx + half) * scale)), int(round((box[3] - cy + half) * scale)))
+            cv2.rectangle(tile, a, b, colour, 1)
+    text = np.full((34, TILE, 3), 255, np.uint8)
+    cv2.putText(text, miss.caption()[:30], (3, 13), cv2.FONT_HERSHEY_SIMPLEX, 0.4, (0, 0, 0), 1, cv2.LINE_AA)
+    cv2.putText(text, Path(miss.image).name[-30:], (3, 28), cv2.FONT_HERSHEY_SIMPLEX, 0.35, (80, 80, 80), 1, cv2.LINE_AA)
+    return np.vstack([tile, text])
+
+
+def write_misses(misses: list[Miss], out: Path) -> list[Path]:
+    """Write ``out/misses.json`` (every :class:`Miss`) and one contact sheet per data folder,
+    ``out/<folder, / as _>.jpg``, a tile per miss (:func:`miss_tile`) in the order scored, so
+    that a reader's errors can be told from label errors by eye. Returns the files written.
+
+    Raises:
+        ValueError: ``out`` exists and is not a folder (names it).
+    """
+    import cv2
+
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--misses: {out} exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / "misses.json"]
+    written[0].write_text(json.dumps([m.to_json() for m in misses], indent=1))
+    by_folder: dict[str, list[Miss]] = defaultdict(list)
+    for m in misses:
+        by_folder[m.folder].append(m)
+    for folder, items in sorted(by_folder.items()):
+        images: dict[str, np.ndarray] = {}
+        tiles = []
+        for m in items:
+            if m.image not in images:
+                images = {m.image: load_image(m.image)}  # misses come image by image: keep one
+            tiles.append(miss_tile(images[m.image], m))
+        blank = np.full_like(tiles[0], 255)
+        rows = [np.hstack(tiles[i:i + TILES_PER_ROW] + [blank] * (TILES_PER_ROW - len(tiles[i:i + TILES_PER_ROW])))
+                for i in range(0, len(tiles), TILES_PER_ROW)]
+        path = out / (folder.replace("/", "_") + ".jpg")
+        cv2.imwrite(str(path), np.vstack(rows), [cv2.IMWRITE_JPEG_QUALITY, 90])
+        written.append(path)
+    return written
 
 
 def format_report(result: dict) -> str:
