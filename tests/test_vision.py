@@ -325,6 +325,11 @@ def test_training_smoke(tmp_path):
     for name in ("detector.onnx", "classifier.onnx", "classifier-2.onnx"):
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / name).read_bytes(), name
     assert json.loads((tmp_path / "b" / "train-log.json").read_text())["detector_from"] == str(tmp_path)
+    # ... and reads numbered and cocked dice with that folder's numeral and cocked-die models
+    for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json"):
+        assert (tmp_path / "b" / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    b_config = json.loads((tmp_path / "b" / "reader.json").read_text())
+    assert b_config["numerals"] == json.loads((tmp_path / "numerals.json").read_text()) and b_config["cocked"] == settings
     # --ensemble 1: one classifier, and the second of an earlier run in that folder is removed
     result = subprocess.run(again + ["--det-from", str(tmp_path), "--ensemble", "1"], capture_output=True, text=True,
                             timeout=600, cwd=REPO)

@@ -40,7 +40,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cls-steps", type=int, default=8000)
     p.add_argument("--cls-lr", type=float, default=3e-3, help="classifier's peak learning rate (one-cycle)")
     p.add_argument("--det-from", type=Path, default=None, help="model folder whose detector.onnx is reused instead of "
-                   "training one (for classifier experiments; the shipped model trains both)")
+                   "training one (for classifier experiments; the shipped model trains both); its numeral and cocked-die "
+                   "models too where --out has none")
     p.add_argument("--size-weight", type=float, default=2.0, help="weight of the detector's log box-size loss")
     p.add_argument("--det-batch", type=int, default=12)
     p.add_argument("--cls-batch", type=int, default=64)
@@ -274,6 +275,13 @@ def main(argv=None) -> int:
         shutil.copyfile(source, det_path)
         history["detector_from"] = str(args.det_from)
         log(f"detector reused from {source}")
+        # The numeral and cocked-die models are trained apart (their own commands): taken from
+        # the same folder where --out has none, so that calibration reads numbered and cocked
+        # dice as the shipped reader does (without them it would fit thresholds on another reader).
+        for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json"):
+            if (args.det_from / name).is_file() and not (args.out / name).is_file():
+                shutil.copyfile(args.det_from / name, args.out / name)
+                log(f"{name} taken from {args.det_from}")
     else:
         det = DetectorNet(width=args.det_width)
         opt = torch.optim.AdamW(det.parameters(), lr=2e-3, weight_decay=1e-4)
