@@ -164,6 +164,8 @@ def test_cli_read_json_on_a_demo_photo():
     (("eval", str(REPO / "tests" / "fixtures"), "--close-ups", "20"), "20.0"),
     (("eval", str(REPO / "tests" / "fixtures"), "--cut-crops", "1.3", "--close-ups", "2"), "--close-ups"),
     (("eval", str(REPO / "tests" / "fixtures"), "--crop", "--misses", "/tmp/pi-table-misses"), "--misses"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--border", "2", "--close-ups", "2"), "--border"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--border", "abc"), "abc"),
     (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md")), "README.md"),
     (("eval", str(DEMO), "--sweep", "0.5,x"), "'x'"),
     (("eval", str(DEMO), "--sweep", "0.5,1.5"), "1.5"),
@@ -848,3 +850,54 @@ def test_a_cluster_of_small_dice_is_not_taken_for_one_big_die(reader, monkeypatc
     fake = [Detection(b, 0.5) for b in tray] + [Detection((300.0, 300.0, 330.0, 330.0), 0.8)]
     monkeypatch.setattr(reader.detector, "big_dice", lambda im, f: [(Detection((0.0, 0.0, 60.0, 60.0), 0.9), [0, 1, 2])])
     assert reader._with_big_dice(blank, fake) == [(0.0, 0.0, 60.0, 60.0), (300.0, 300.0, 330.0, 330.0)]
+
+
+def test_dice_small_in_a_wide_shot_are_found_by_an_enlarged_look():
+    """A tray photo set in a plain border three times its size (its dice about 7 first-look
+    pixels across, under the detector's trained 12..90): the first look alone misses dice and
+    misreads others; the enlarged look (Detector.small_dice) reads the same faces as the photo
+    as taken. A frame whose dice are in range is not looked at again."""
+    from collections import Counter
+
+    from pi_table.vision.bench import tray_frame
+    from pi_table.vision.reader import _edge_colour
+
+    fresh = DiceReader(threads=1)  # its zoom_in is switched below: not the module's shared reader
+    frame = tray_frame(20)
+    as_taken = Counter(d.face for d in fresh.read(frame).dice if d.status == "ok")
+    assert sum(as_taken.values()) >= 19
+    found = fresh.detector.detect(frame)
+    assert fresh.detector.small_dice(frame, found) is found  # dice in range: no second look
+    wide = np.empty((1920, 1920, 3), np.uint8)
+    wide[:] = _edge_colour(frame)
+    wide[640:1280, 640:1280] = frame
+    fresh.zoom_in = False
+    alone = fresh.read(wide).dice
+    fresh.zoom_in = True
+    enlarged = fresh.read(wide).dice
+    assert len(alone) <= 17, len(alone)
+    assert Counter(d.face for d in enlarged if d.status == "ok") == as_taken
+    assert len(enlarged) == sum(as_taken.values()) and all(640 <= d.box[0] and d.box[2] <= 1280 for d in enlarged)
+
+
+def test_eval_border_reads_each_photo_in_a_wider_frame(tmp_path):
+    """--border F: the photo is read centred in a plain border F times its size, its labels moved
+    with it (a reader boxing the die where the label is, once shifted, reads it right)."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import evaluate, in_border
+
+    image = np.full((100, 200, 3), 90, np.uint8)
+    image[40:60, 40:60] = 250
+    canvas, ox, oy = in_border(image, 2.0)
+    assert canvas.shape == (200, 400, 3) and (ox, oy) == (100, 50)
+    assert np.array_equal(canvas[oy:oy + 100, ox:ox + 200], image) and (canvas[0, 0] == 90).all()
+    folder = tmp_path / "tray"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.png"), image)
+    (folder / "labels" / "a.txt").write_text("2 0.25 0.5 0.1 0.2\n")  # a 3 at (40, 40, 60, 60)
+    Shifted = fixed_reader(Die("d6", "3", 3, (140, 90, 160, 110), 0.99, "ok"), size=400, models=tmp_path)
+    assert evaluate(Shifted(), folder, border=2.0)["all"]["read_right"] == 1
+    assert evaluate(Shifted(), folder)["all"]["read_right"] == 0
+    with pytest.raises(ValueError, match="--border must be 1..4, got 5"):
+        evaluate(Shifted(), folder, border=5)

@@ -68,6 +68,8 @@ def register(sub) -> None:
     p.add_argument("--boxes", choices=("die", "as-labelled"), default="die", help="die: the labels of folders that box "
                    "a die's pips (matteop65's) are grown to the whole die before matching, as the reader boxes dice "
                    "(default); as-labelled: match the label boxes as they are")
+    p.add_argument("--border", type=float, metavar="FACTOR", help="read each photo set in a plain border FACTOR "
+                   "(1..4) times its size, as a wide shot of the table shows the tray: its dice FACTOR times smaller")
     p.add_argument("--misses", metavar="OUT", help="write OUT/misses.json and a contact sheet per data folder "
                    "(OUT/<folder>.jpg): every die not read right and every false die, label box green, read box red")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
@@ -129,6 +131,8 @@ def _eval(args) -> int:
     if args.calib and (args.held_out or modes):
         raise ValueError("--calib scores the calib split of labelled photos; it does not go with --held-out, --crop, "
                          "--cut-crops or --close-ups")
+    if args.border is not None and (modes or args.misses is not None):
+        raise ValueError(f"--border reads whole labelled photos; it does not go with {(modes or ['--misses'])[0]}")
     if args.misses is not None and modes:
         raise ValueError(f"--misses shows the dice of whole labelled photos; it does not go with {modes[0]}")
     if args.misses is not None and Path(args.misses).exists() and not Path(args.misses).is_dir():
@@ -145,11 +149,13 @@ def _eval(args) -> int:
                                     die_boxes=args.boxes == "die")
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,
-                          die_boxes=args.boxes == "die", calib=args.calib, misses=misses)
+                          die_boxes=args.boxes == "die", calib=args.calib, misses=misses, border=args.border or 1.0)
     result["models"] = str(reader.models)
     result["boxes"] = args.boxes
     result["held_out"] = bool(args.held_out)
     result["calib"] = bool(args.calib)
+    if args.border is not None:
+        result["border"] = args.border
     if misses is not None:
         from pi_table.vision.evaluate import write_misses
 

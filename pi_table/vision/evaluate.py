@@ -206,13 +206,37 @@ def _rate(num: int, den: int) -> float:
     return round(num / den, 5) if den else 0.0
 
 
-def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses: list | None = None) -> Score:
+def in_border(image: np.ndarray, factor: float) -> tuple[np.ndarray, int, int]:
+    """``image`` (HxWx3 uint8 BGR) centred in a plain border (the median colour of its edge) that
+    makes it ``factor`` times its size, as a wide shot shows a tray: its dice ``factor`` times
+    smaller in the frame. Returns the picture and the image's corner (x, y pixels) in it."""
+    from pi_table.vision.reader import _edge_colour
+
+    h, w = image.shape[:2]
+    big_h, big_w = int(round(h * factor)), int(round(w * factor))
+    ox, oy = (big_w - w) // 2, (big_h - h) // 2
+    canvas = np.empty((big_h, big_w, 3), np.uint8)
+    canvas[:] = _edge_colour(image)
+    canvas[oy:oy + h, ox:ox + w] = image
+    return canvas, ox, oy
+
+
+def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses: list | None = None,
+                border: float = 1.0) -> Score:
     """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5).
 
     The counts are kept per die kind too (``Score.kinds``): a labelled die counts for its kind,
     a detection (and a false die) for the kind it was read as. With a ``misses`` list, each
-    labelled die not read right and each false die is appended to it as a :class:`Miss`."""
+    labelled die not read right and each false die is appended to it as a :class:`Miss`.
+    With ``border`` > 1 the image is read set in a plain border that many times its size
+    (:func:`in_border`), its labels moved with it."""
+    from dataclasses import replace
+
     image = load_image(labelled.path)
+    if border > 1:
+        image, ox, oy = in_border(image, border)
+        labelled = replace(labelled, dice=tuple(replace(d, box=(d.box[0] + ox, d.box[1] + oy, d.box[2] + ox, d.box[3] + oy))
+                                                for d in labelled.dice))
     reading = reader.read(image, name=labelled.path.name, kinds=kinds, threshold=0.0)
     by_kind: dict[str, Score] = defaultdict(Score)
     for truth in labelled.dice:
@@ -339,11 +363,13 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
 
 
 def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None,
-             sweep=(), die_boxes: bool = True, calib: bool = False, misses: list | None = None) -> dict:
+             sweep=(), die_boxes: bool = True, calib: bool = False, misses: list | None = None,
+             border: float = 1.0) -> dict:
     """Score every labelled image under ``root``; ``held_out`` keeps only the valid split, ``calib``
     only the calib split (:func:`labelled_images`);
     ``die_boxes`` as in :func:`labelled_images` (False: the boxes as labelled); with a ``misses``
-    list, every die not read right and every false die is appended to it (:class:`Miss`).
+    list, every die not read right and every false die is appended to it (:class:`Miss`); ``border``
+    (1..4) reads each image set in a plain border that many times its size (:func:`in_border`).
 
     Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json()}``, and with
     thresholds in ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` (``all`` too, and
@@ -352,10 +378,12 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
     Raises:
         FileNotFoundError / ValueError: no such folder, no labelled images (names the path).
     """
+    if not 1 <= border <= 4:
+        raise ValueError(f"--border must be 1..4, got {border}")
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     for labelled in labelled_images(reader, root, held_out, limit, die_boxes, calib):
-        s = score_image(reader, labelled, kinds, misses)
+        s = score_image(reader, labelled, kinds, misses, border)
         per_folder[labelled.folder].add(s)
         total.add(s)
     result = {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
