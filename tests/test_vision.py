@@ -166,6 +166,8 @@ def test_cli_read_json_on_a_demo_photo():
     (("eval", str(REPO / "tests" / "fixtures"), "--crop", "--misses", "/tmp/pi-table-misses"), "--misses"),
     (("eval", str(REPO / "tests" / "fixtures"), "--border", "2", "--close-ups", "2"), "--border"),
     (("eval", str(REPO / "tests" / "fixtures"), "--border", "abc"), "abc"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--border", "0"), "--border must be 1..4, got 0.0"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md" / "x")), "README.md/x"),
     (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md")), "README.md"),
     (("eval", str(DEMO), "--sweep", "0.5,x"), "'x'"),
     (("eval", str(DEMO), "--sweep", "0.5,1.5"), "1.5"),

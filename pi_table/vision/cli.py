@@ -135,8 +135,12 @@ def _eval(args) -> int:
         raise ValueError(f"--border reads whole labelled photos; it does not go with {(modes or ['--misses'])[0]}")
     if args.misses is not None and modes:
         raise ValueError(f"--misses shows the dice of whole labelled photos; it does not go with {modes[0]}")
-    if args.misses is not None and Path(args.misses).exists() and not Path(args.misses).is_dir():
-        raise ValueError(f"--misses: {args.misses} exists and is not a folder")
+    if args.border is not None and not 1 <= args.border <= 4:
+        raise ValueError(f"--border must be 1..4, got {args.border}")
+    if args.misses is not None:
+        from pi_table.vision.evaluate import misses_folder
+
+        misses_folder(Path(args.misses))  # a folder it cannot write is refused before the slow part
     misses = [] if args.misses is not None else None
     reader = _reader(args)
     if args.crop:
@@ -149,7 +153,7 @@ def _eval(args) -> int:
                                     die_boxes=args.boxes == "die")
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,
-                          die_boxes=args.boxes == "die", calib=args.calib, misses=misses, border=args.border or 1.0)
+                          die_boxes=args.boxes == "die", calib=args.calib, misses=misses, border=1.0 if args.border is None else args.border)
     result["models"] = str(reader.models)
     result["boxes"] = args.boxes
     result["held_out"] = bool(args.held_out)

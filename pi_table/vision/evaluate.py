@@ -299,8 +299,9 @@ def _misses(reader: DiceReader, labelled: LabelledImage, dice, matched: dict[int
         if status != "ok" or die.kind != truth.kind or die.face != truth.face:
             out.append(Miss(name, folder, "wrong" if status == "ok" else "unreadable", truth.kind, truth.face,
                             die.face, die.confidence, status, tuple(truth.box), tuple(die.box), iou(die.box, truth.box)))
+    read = set(matched.values())
     for i, die in enumerate(dice):
-        if i not in matched.values():
+        if i not in read:
             out.append(Miss(name, folder, "false", die.kind, "", die.face, die.confidence, _status(reader, die), None,
                             tuple(die.box), 0.0))
     return out
@@ -550,20 +551,34 @@ def miss_tile(image: np.ndarray, miss: Miss) -> np.ndarray:
     return np.vstack([tile, text])
 
 
+def misses_folder(out: Path) -> Path:
+    """``out`` made ready for :func:`write_misses` (created, parents too), so that a bad folder
+    is refused before any image is scored.
+
+    Raises:
+        ValueError: ``out`` exists and is not a folder, or cannot be made (names it).
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--misses: {out} exists and is not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"--misses: cannot make folder {out}: {exc.strerror}") from None
+    return out
+
+
 def write_misses(misses: list[Miss], out: Path) -> list[Path]:
     """Write ``out/misses.json`` (every :class:`Miss`) and one contact sheet per data folder,
     ``out/<folder, / as _>.jpg``, a tile per miss (:func:`miss_tile`) in the order scored, so
     that a reader's errors can be told from label errors by eye. Returns the files written.
 
     Raises:
-        ValueError: ``out`` exists and is not a folder (names it).
+        ValueError: ``out`` is not a folder and cannot be made one (:func:`misses_folder`).
     """
     import cv2
 
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--misses: {out} exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    out = misses_folder(out)
     written = [out / "misses.json"]
     written[0].write_text(json.dumps([m.to_json() for m in misses], indent=1))
     by_folder: dict[str, list[Miss]] = defaultdict(list)
