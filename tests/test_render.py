@@ -197,6 +197,28 @@ def test_cli_tiny_run(tmp_path):
     assert bad.returncode != 0
 
 
+def test_cli_close_up_dice(tmp_path):
+    """--die-px and --max-dice: few big dice (a phone held over them), the sizes asked for; bad values
+    are one line, exit 2."""
+    out = tmp_path / "big"
+    cmd = [sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--n", "4", "--seed", "3", "--split", "valid",
+           "--kinds", "d10", "--size", "320", "--backgrounds", "", "--die-px", "80,110", "--max-dice", "2"]
+    r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for meta in (out / "meta").glob("*.json"):
+        dice = json.loads(meta.read_text())["dice"]
+        assert 1 <= len(dice) <= 2
+        assert all(80 <= d["size_px"] <= 110 for d in dice)
+        # the default range at this size is 14..35 px: these are well beyond it
+        assert all(max(d["box_px"][2] - d["box_px"][0], d["box_px"][3] - d["box_px"][1]) > 50 for d in dice)
+    for flag, value in (("--die-px", "90"), ("--die-px", "120,90"), ("--die-px", "4,9"), ("--max-dice", "0"),
+                        ("--max-dice", "x")):
+        bad = subprocess.run([sys.executable, "-m", "pi_table.train.render", "--out", str(tmp_path / "bad"), flag, value],
+                             cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and flag in bad.stderr and "Traceback" not in bad.stderr, (flag, value, bad.stderr)
+        assert not (tmp_path / "bad").exists()
+
+
 def test_backgrounds_keep_their_colours():
     from pi_table.train.render.backgrounds import background
 

@@ -334,6 +334,22 @@ def test_training_smoke(tmp_path):
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / name).read_bytes(), name
     b_config = json.loads((tmp_path / "b" / "reader.json").read_text())
     assert b_config["numerals"] == json.loads((tmp_path / "numerals.json").read_text()) and b_config["cocked"] == settings
+    # --cls-renders: close-up renders the classifier trains on, the detector not (it stays --det-from's)
+    close = tmp_path / "close"
+    result = subprocess.run([sys.executable, "-m", "pi_table.train.render", "--out", str(close), "--n", "8", "--seed", "4",
+                             "--size", "320", "--backgrounds", "", "--die-px", "60,110", "--max-dice", "2"],
+                            capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    with_close = [sys.executable, "-m", "pi_table.train", "--data", str(real), "--renders", str(renders), "--cls-renders",
+                  str(close), "--out", str(tmp_path / "c"), "--smoke", "--det-from", str(tmp_path)]
+    result = subprocess.run(with_close, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "(+ 4 for the classifier)" in result.stderr + result.stdout
+    assert (tmp_path / "c" / "detector.onnx").read_bytes() == (tmp_path / "detector.onnx").read_bytes()
+    assert (tmp_path / "c" / "classifier.onnx").read_bytes() != (tmp_path / "classifier.onnx").read_bytes()
+    nowhere = [str(tmp_path / "nowhere") if a == str(close) else a for a in with_close]
+    result = subprocess.run(nowhere, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--cls-renders" in result.stderr and "Traceback" not in result.stderr
     # --ensemble 1: one classifier, and the second of an earlier run in that folder is removed
     result = subprocess.run(again + ["--det-from", str(tmp_path), "--ensemble", "1"], capture_output=True, text=True,
                             timeout=600, cwd=REPO)

@@ -32,6 +32,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python3 -m pi_table.train", description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, action="append", required=True, help="labelled real photos (YOLO folders); repeatable")
     p.add_argument("--renders", type=Path, action="append", default=[], help="rendered folders (pi_table.train.render); repeatable")
+    p.add_argument("--cls-renders", type=Path, action="append", default=[],
+                   help="rendered folders the classifier trains on besides --renders, the detector not (e.g. close-up "
+                   "renders, --die-px 90,220: the detector sees every die scaled to 12..90 px anyway, and its data stays "
+                   "that of --renders); their calib renders join the calib split; repeatable")
     p.add_argument("--out", type=Path, required=True, help="where to write the models")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train-folders", default="", help="comma-separated data folders to train on (default all); "
@@ -204,15 +208,18 @@ def main(argv=None) -> int:
     paste_from = folder_names(args.paste_from, splits, "--paste-from")
     trained = [f for f in splits if not wanted or under(f, wanted)]
     render_images = load_folders(args.renders, "--renders", folder_name="renders")
+    cls_renders = load_folders(args.cls_renders, "--cls-renders", folder_name="renders")
     # One render in 20 is kept for calibration, as the numeral model keeps it (train/numerals.py).
-    render_calib = [im for im in render_images if is_calib_render(im.path.name)]
+    render_calib = [im for im in render_images + cls_renders if is_calib_render(im.path.name)]
     render_images = [im for im in render_images if not is_calib_render(im.path.name)]
+    cls_renders = [im for im in cls_renders if not is_calib_render(im.path.name)]
     train_imgs = [im for f in trained for im in splits[f]["train"]]
     calib_imgs = [im for f in trained for im in splits[f]["calib"]]
     if args.smoke:
         # three photos of each folder, so that every path (copy-paste too) runs
         train_imgs = [im for f in trained for im in splits[f]["train"][:3]]
         calib_imgs, render_images, render_calib = calib_imgs[:3], render_images[:6], render_calib[:2]
+        cls_renders = cls_renders[:4]
         args.det_steps, args.cls_steps, args.det_batch, args.cls_batch = 4, 4, 2, 16
     if args.pip_boxes == "grow":
         # matteop65 boxes a die's pips (a one's box is its pip): grow them to the die (GrabCut), as
@@ -230,11 +237,13 @@ def main(argv=None) -> int:
     if args.calibrate_only:
         return recalibrate_only(args, calib_imgs, splits_text)
     (args.out / "splits.json").write_text(splits_text)
-    log(f"train {len(train_imgs)} photos + {len(render_images)} renders, calib {len(calib_imgs)}; folders {trained}")
+    log(f"train {len(train_imgs)} photos + {len(render_images)} renders (+ {len(cls_renders)} for the classifier), "
+        f"calib {len(calib_imgs)}; folders {trained}")
 
     # Pips are read here; a numbered die only by its shape (``d8:*``), its numeral by the numeral model.
     cls_kinds = {k.strip() for k in args.cls_render_kinds.split(",") if k.strip()}
-    dice_pool = [(im, d) for im in train_imgs + render_images for d in im.dice if im.folder != "renders" or d.kind in cls_kinds]
+    dice_pool = [(im, d) for im in train_imgs + render_images + cls_renders for d in im.dice
+                 if im.folder != "renders" or d.kind in cls_kinds]
     classes = sorted({main_label(d) for _, d in dice_pool}, key=class_key) + ["none"]
 
     cache: dict[Path, np.ndarray] = {}
@@ -248,14 +257,15 @@ def main(argv=None) -> int:
         return np.array([d.box for d in im.dice], np.float32).reshape(-1, 4)
 
     pool = train_imgs + render_images
-    # Renders together weigh half as much as the real photos, whatever their number.
-    render_weight = 0.5 * len(train_imgs) / max(1, len(render_images))
+    # Renders together weigh half as much as the real photos, whatever their number (the
+    # classifier's renders: --renders and --cls-renders together).
 
-    def sample_weights(images) -> np.ndarray:
+    def sample_weights(images, renders: int) -> np.ndarray:
+        render_weight = 0.5 * len(train_imgs) / max(1, renders)
         w = np.array([render_weight if im.folder == "renders" else 1.0 for im in images])
         return w / w.sum()
 
-    weights = sample_weights(pool)
+    weights = sample_weights(pool, len(render_images))
     history: dict = {"classes": classes}
     # copy-paste draws from these: dice boxed whole (pip boxes only once grown)
     photo_dice = [(im, d) for im in train_imgs if under(im.folder, paste_from)
@@ -330,7 +340,7 @@ def main(argv=None) -> int:
     history["hard_negatives"] = len(mined)
 
     # ---- classifier
-    dice_w = sample_weights([im for im, _ in dice_pool])
+    dice_w = sample_weights([im for im, _ in dice_pool], len(render_images) + len(cls_renders))
     pasted_side = 64  # canvas of a pasted crop, pixels, scaled to --crop-size after
 
     def pasted_crop(im, d):

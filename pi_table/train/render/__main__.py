@@ -27,6 +27,27 @@ def _kinds(text: str) -> tuple[str, ...]:
     return kinds
 
 
+def _die_px(text: str) -> tuple[float, float]:
+    """``LO,HI``: the range of dice's outline across, pixels at the image's ``--size``."""
+    try:
+        lo, hi = (float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--die-px must be LO,HI pixels, e.g. 90,220 (got {text!r})") from None
+    if not 8 <= lo <= hi:
+        raise argparse.ArgumentTypeError(f"--die-px must have 8 <= LO <= HI (got {text!r})")
+    return lo, hi
+
+
+def _max_dice(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= 12:
+        raise argparse.ArgumentTypeError(f"--max-dice must be an integer 1..12 (got {text!r})")
+    return n
+
+
 _JOB: dict = {}
 
 
@@ -42,7 +63,8 @@ def _one(index: int) -> int:
     from .scene import make_scene, write_scene
 
     j = _JOB
-    scene = make_scene(j["seed"], j["split"], index, j["kinds"], j["size"], j["backgrounds"])
+    scene = make_scene(j["seed"], j["split"], index, j["kinds"], j["size"], j["backgrounds"], die_px=j["die_px"],
+                       max_dice=j["max_dice"])
     write_scene(scene, Path(j["out"]), f"{j['split']}_s{j['seed']}_{index:06d}")
     return len(scene.labels)
 
@@ -59,11 +81,16 @@ def generate(argv: list[str]) -> int:
                     help="folder of real labelled photos for background plates ('' or missing: synthetic only)")
     ap.add_argument("--start", type=int, default=0, help="first scene index (to extend a set)")
     ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--die-px", type=_die_px, default=None,
+                    help="LO,HI: dice this many pixels across at --size (default 28,70 scaled with --size); e.g. "
+                         "90,220 with --max-dice 3 for close-ups, a phone held over a few dice")
+    ap.add_argument("--max-dice", type=_max_dice, default=12, help="at most this many dice a scene (1..12)")
     a = ap.parse_args(argv)
     bg = a.backgrounds if a.backgrounds and Path(a.backgrounds).is_dir() else None
     if a.backgrounds and bg is None:
         print(f"note: {a.backgrounds} not found: synthetic backgrounds only", file=sys.stderr)
-    job = dict(seed=a.seed, split=a.split, kinds=a.kinds, size=a.size, backgrounds=bg, out=str(a.out))
+    job = dict(seed=a.seed, split=a.split, kinds=a.kinds, size=a.size, backgrounds=bg, out=str(a.out),
+               die_px=a.die_px, max_dice=a.max_dice)
     a.out.mkdir(parents=True, exist_ok=True)
     from pi_table.train.render import CLASSES
 
