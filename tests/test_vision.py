@@ -334,6 +334,20 @@ def test_training_smoke(tmp_path):
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / name).read_bytes(), name
     b_config = json.loads((tmp_path / "b" / "reader.json").read_text())
     assert b_config["numerals"] == json.loads((tmp_path / "numerals.json").read_text()) and b_config["cocked"] == settings
+    # --member K: each member trained alone (parallel runs), byte for byte as the whole run; the run that
+    # writes the last member calibrates
+    members = again[:-2] + [str(tmp_path / "m"), "--smoke", "--det-from", str(tmp_path)]
+    first = subprocess.run(members + ["--member", "1"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert first.returncode == 0 and "classifier-2.onnx still to come" in first.stdout, first.stderr[-2000:]
+    assert not (tmp_path / "m" / "reader.json").exists()
+    second = subprocess.run(members + ["--member", "2"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert second.returncode == 0, second.stderr[-2000:]
+    for name in ("classifier.onnx", "classifier-2.onnx"):
+        assert (tmp_path / "m" / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    assert json.loads((tmp_path / "m" / "reader.json").read_text())["classifier"]["file"] == ["classifier.onnx",
+                                                                                             "classifier-2.onnx"]
+    result = subprocess.run(members + ["--member", "3"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--member must be 1..--ensemble (2), got 3" in result.stderr
     # --cls-renders: close-up renders the classifier trains on, the detector not (it stays --det-from's)
     close = tmp_path / "close"
     result = subprocess.run([sys.executable, "-m", "pi_table.train.render", "--out", str(close), "--n", "8", "--seed", "4",

@@ -58,6 +58,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--ensemble", type=int, default=2, help="classifiers trained (each from its own seed: --seed, "
                    "--seed + 1, ...) on the same data and split, whose raw scores the reader averages (a deep "
                    "ensemble; classifier.onnx, classifier-2.onnx, ...); 1 for one")
+    p.add_argument("--member", type=int, default=None, help="train only member K (1..--ensemble) of the ensemble, "
+                   "byte for byte as the whole run trains it, so that the members of one --out can be trained at once "
+                   "by parallel runs (one core each); the run that finds every member's file calibrates")
     p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
     p.add_argument("--threshold", type=float, default=None, help="confidence below which a die is reported unreadable "
                    "(default: chosen on the calib split, see --wrong-target)")
@@ -90,6 +93,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
                         ("--ensemble", args.ensemble, args.ensemble >= 1, "1 or more"),
+                        ("--member", args.member, args.member is None or 1 <= args.member <= args.ensemble,
+                         f"1..--ensemble ({args.ensemble})"),
                         ("--det-width", args.det_width, args.det_width > 0, "above 0"),
                         ("--cls-width", args.cls_width, args.cls_width > 0, "above 0")))
     return args
@@ -369,6 +374,8 @@ def main(argv=None) -> int:
 
     cls_files = ["classifier.onnx"] + [f"classifier-{k + 1}.onnx" for k in range(1, args.ensemble)]
     for member, cls_file in enumerate(cls_files):
+        if args.member is not None and member != args.member - 1:
+            continue
         # Each classifier starts again from its seed (--seed for the first), so that a run with
         # --det-from trains the same classifiers as a full run whose detector came out byte for byte
         # the same; the members differ only in their seed (initial weights, batches, augmentation).
@@ -425,6 +432,11 @@ def main(argv=None) -> int:
     for stale in args.out.glob("classifier-*.onnx"):
         if stale.name not in cls_files:  # a member of an earlier, larger ensemble in this folder
             stale.unlink()
+    waiting = [f for f in cls_files if not (args.out / f).is_file()]
+    if waiting:  # --member: the other members' runs are still training
+        log(f"member {args.member} of {args.ensemble} written; {', '.join(waiting)} still to come (the run that "
+            f"writes the last one calibrates)")
+        return 0
 
     # ---- calibration on the calib split, through the runtime reader (detections as at run time)
     config = {

@@ -1,7 +1,7 @@
 """Write the model cards of a trained reader from measured figures: ``python3 -m pi_table.train.card``.
 
     python3 -m pi_table.train.card --models models --data ../shared/data/real [--renders renders/valid] \
-        [--lofo runs/lofo-nellbyler=../shared/data/real/matteop65-d6-desk/Valid ...] [--note "..."]
+        [--close-up-renders renders/big-valid] [--lofo runs/lofo-nellbyler=../shared/data/real/matteop65-d6-desk/Valid ...] [--note "..."]
 
 Every figure in the cards is measured here by the same code as ``pi-table eval`` and
 ``pi-table bench``, and each table names the command that reproduces it.
@@ -31,6 +31,8 @@ def main(argv=None) -> int:
     p.add_argument("--models", type=Path, default=Path("models"))
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--renders", type=Path, help="rendered validation set (held-out fonts, colours, backgrounds)")
+    p.add_argument("--close-up-renders", type=Path, help="rendered close-ups of held-out fonts, colours and "
+                   "backgrounds (render --die-px 90,220 --max-dice 3 --split valid): a few big, sharp dice a picture")
     p.add_argument("--lofo", action="append", default=[], help="MODELS=DIR: a leave-one-folder-out model and the folder it never saw")
     p.add_argument("--train-command", default="python3 -m pi_table.train --data ../shared/data/real --renders renders/train --out models/ --seed 0")
     p.add_argument("--note", default="")
@@ -74,6 +76,16 @@ def main(argv=None) -> int:
                        for kind, s in res["all"].get("kinds", {}).items()]
         cmds.append(f"pi-table eval {args.renders} --close-ups 2")
         numbered = numbered_frame_ms(DiceReader(args.models, threads=1), args.renders)
+    rendered_close_rows: list[str] = []
+    if args.close_up_renders:
+        rend_close = evaluate(reader, args.close_up_renders)
+        rendered_close_rows += [_row(f"{args.close_up_renders.name}: {kind}", s)
+                                for kind, s in rend_close["all"].get("kinds", {}).items()]
+        cmds.append(f"pi-table eval {args.close_up_renders}")
+        res = evaluate_cut_crops(reader, args.close_up_renders, 1.3)
+        rendered_close_rows += [_row(f"{args.close_up_renders.name}: {kind}, cut at 1.3x the box", s)
+                                for kind, s in res["all"].get("kinds", {}).items()]
+        cmds.append(f"pi-table eval {args.close_up_renders} --cut-crops 1.3")
     lofo_rows = []
     for item in args.lofo:
         models, folder = item.split("=", 1)
@@ -114,6 +126,11 @@ def main(argv=None) -> int:
                  "reader's second, zoomed-out look (reader.py, \"Big dice\"). Only the die in the middle is scored; "
                  "false dice here are detections lying over half inside it that are not it (a pip taken for a die):"
                  "\n\n" + "\n".join([HEADER, *close_rows]))
+    if rendered_close_rows:
+        accuracy += ("\n\nRendered close-ups (fonts, colours and backgrounds training never saw): at most three dice "
+                     "a picture, 90 to 220 pixels across in 640, sharp, as a phone held over a few dice on a tray shows "
+                     "them (the mounted camera's renders have them 28 to 70), whole pictures and `read --crop` on each "
+                     "die cut out:\n\n" + "\n".join([HEADER, *rendered_close_rows]))
     accuracy += ("\n\nWide shots: each of the same held-out photos read centred in a plain border (the colour of "
                  "its edge) 1.5 and 2 times its size, as a photo of the whole table shows the tray, its dice that many "
                  "times smaller. The detector learned dice 12 to 90 input pixels across; a frame whose dice come out "
