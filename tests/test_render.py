@@ -261,3 +261,20 @@ def test_the_labelled_face_is_the_one_the_camera_sees_on_top(kind):
                 assert centre.max() < 0.05, f"{kind} face {s.labels[face]}: its ink is not on top"
             else:
                 assert not dark.any(), f"{kind}: ink of the bottom face is visible"
+
+
+def test_card_scores_a_rendered_folder_whole_and_cut_out(tmp_path):
+    """The card writer's rows for a rendered set (--renders, --close-up-renders): one per die kind read
+    whole and one cut out at 1.3x, and the two commands that measure them."""
+    from pi_table.train.card import _rendered_rows
+    from pi_table.vision.reader import DiceReader
+
+    out = tmp_path / "close"
+    cmd = [sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--n", "2", "--seed", "5", "--split", "valid",
+           "--kinds", "d8", "--backgrounds", "", "--die-px", "90,150", "--max-dice", "2"]
+    assert subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+    cmds: list[str] = ["before"]
+    whole, rows = _rendered_rows(DiceReader(), out, cmds)
+    assert cmds == ["before", f"pi-table eval {out}", f"pi-table eval {out} --cut-crops 1.3"]
+    assert whole["all"]["dice"] >= 2 and "d8" in whole["all"]["kinds"]
+    assert [r.split(" | ")[0] for r in rows if "d8" in r] == ["| close: d8", "| close: d8, cut at 1.3x the box"]

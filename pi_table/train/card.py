@@ -26,6 +26,20 @@ HEADER = ("| data (held out) | images | dice | read right | detection recall | p
           "false dice / 100 images | ECE | read right (c) | recall (c) |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
 
 
+def _rendered_rows(reader, folder: Path, cmds: list[str]) -> tuple[dict, list[str]]:
+    """A rendered folder scored per die kind, whole pictures (``pi-table eval FOLDER``, whose result
+    comes first) and each die cut out at 1.3 times its box (``--cut-crops 1.3``): table rows, and
+    the two commands appended to ``cmds``."""
+    from pi_table.vision.evaluate import evaluate, evaluate_cut_crops
+
+    whole = evaluate(reader, folder)
+    rows = [_row(f"{folder.name}: {kind}", s) for kind, s in whole["all"].get("kinds", {}).items()]
+    cut = evaluate_cut_crops(reader, folder, 1.3)
+    rows += [_row(f"{folder.name}: {kind}, cut at 1.3x the box", s) for kind, s in cut["all"].get("kinds", {}).items()]
+    cmds += [f"pi-table eval {folder}", f"pi-table eval {folder} --cut-crops 1.3"]
+    return whole, rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m pi_table.train.card", description=__doc__.splitlines()[0])
     p.add_argument("--models", type=Path, default=Path("models"))
@@ -64,28 +78,13 @@ def main(argv=None) -> int:
         cmds.append(f"pi-table eval {args.data} --held-out --border {factor:g}")
     render_rows: list[str] = []
     if args.renders:
-        rend = evaluate(reader, args.renders)
-        render_rows += [_row(f"{args.renders.name}: {kind}", s) for kind, s in rend["all"].get("kinds", {}).items()]
-        cmds.append(f"pi-table eval {args.renders}")
-        res = evaluate_cut_crops(reader, args.renders, 1.3)
-        render_rows += [_row(f"{args.renders.name}: {kind}, cut at 1.3x the box", s)
-                        for kind, s in res["all"].get("kinds", {}).items()]
-        cmds.append(f"pi-table eval {args.renders} --cut-crops 1.3")
+        rend, render_rows = _rendered_rows(reader, args.renders, cmds)
         res = evaluate_close_ups(reader, args.renders, 2.0)
         close_rows += [_row(f"{args.renders.name}: {kind}, close-up (die 1/2 of the picture)", s)
                        for kind, s in res["all"].get("kinds", {}).items()]
         cmds.append(f"pi-table eval {args.renders} --close-ups 2")
         numbered = numbered_frame_ms(DiceReader(args.models, threads=1), args.renders)
-    rendered_close_rows: list[str] = []
-    if args.close_up_renders:
-        rend_close = evaluate(reader, args.close_up_renders)
-        rendered_close_rows += [_row(f"{args.close_up_renders.name}: {kind}", s)
-                                for kind, s in rend_close["all"].get("kinds", {}).items()]
-        cmds.append(f"pi-table eval {args.close_up_renders}")
-        res = evaluate_cut_crops(reader, args.close_up_renders, 1.3)
-        rendered_close_rows += [_row(f"{args.close_up_renders.name}: {kind}, cut at 1.3x the box", s)
-                                for kind, s in res["all"].get("kinds", {}).items()]
-        cmds.append(f"pi-table eval {args.close_up_renders} --cut-crops 1.3")
+    rendered_close_rows = _rendered_rows(reader, args.close_up_renders, cmds)[1] if args.close_up_renders else []
     lofo_rows = []
     for item in args.lofo:
         models, folder = item.split("=", 1)
