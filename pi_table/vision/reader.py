@@ -11,7 +11,9 @@
    (90 input pixels), once a look at the scale
    where it is about 51 pixels across confirms it, in place of the parts. A "big die" whose
    parts include two that the classifier calls dice is a cluster of dice seen as one, and is
-   dropped (:meth:`Detector.big_dice`, :meth:`DiceReader._with_big_dice`).
+   dropped (:meth:`Detector.big_dice`, :meth:`DiceReader._with_big_dice`). A die not surely read
+   that lies mostly inside a die twice its size across is one of its faces, numerals or pips, and
+   is dropped too (:meth:`DiceReader._without_parts`).
    **Small dice**: near the bottom of that range the net misses dice (a phone photo of the
    whole table), so when the first look's median die is under 14 input pixels the image is
    looked at again enlarged, its dice about 28 across (``reader.json``'s ``zoom_in``, default
@@ -505,6 +507,11 @@ def shape_class(kind: str) -> str:
     return kind.split("-")[0] + ":*"
 
 
+#: A die's part (:meth:`DiceReader._without_parts`): this share of its box inside a die's box ...
+PART_INSIDE = 0.8
+#: ... at least this many times as big across.
+PART_SIZE = 2.0
+
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
 NUMERAL_MIN = 0.02
 
@@ -788,7 +795,19 @@ class DiceReader:
             flagged = self.cocked_probability(image, [d.box for d in dice]) >= self.cocked_threshold
             dice = [replace(d, kind=d.kind if kinds is None or d.kind in kinds else default_kind, face="", value=0,
                             status="cocked") if f else d for d, f in zip(dice, flagged)]
-        return dice
+        return dice if crop_mode else self._without_parts(dice)
+
+    def _without_parts(self, dice: list[Die]) -> list[Die]:
+        """``dice`` less the parts of a bigger die: a die not surely read (below its kind's threshold
+        in ``reader.json``, whatever threshold a caller reads at, or cocked) whose box lies mostly
+        (:data:`PART_INSIDE`) inside the box of a die at least :data:`PART_SIZE` times as big across.
+        Dice in a tray lie side by side, not inside each other's boxes; a close-up's die, beyond the
+        detector's trained size, is found whole and again as its faces, numerals or pips."""
+        def part(d: Die) -> bool:
+            unsure = d.status == "cocked" or d.confidence < self.threshold_for(d.kind)
+            return unsure and any(_long_side(e.box) >= PART_SIZE * _long_side(d.box) and inside_share(d.box, e.box)
+                                  >= PART_INSIDE for e in dice)
+        return [d for d in dice if not part(d)]
 
     def _with_big_dice(self, image: np.ndarray, detections: list[Detection]) -> list:
         """The boxes to read: ``detections`` (the detector's first look) with the dice too big for
