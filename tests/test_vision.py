@@ -12,7 +12,7 @@ import pytest
 
 from pi_table.vision import DiceReader, crop_die, load_image
 from pi_table.vision.dataset import LabelledDie, LabelledImage, load_crops, load_yolo, parse_crop_label
-from pi_table.vision.reader import Classifier, decode, reading_order
+from pi_table.vision.reader import Classifier, decode, iou, reading_order
 from tests.conftest import REPO, drawn_die_scene, need_shared
 
 DEMO = REPO / "pi_table" / "demo"
@@ -956,3 +956,27 @@ def test_a_big_dies_unsure_parts_are_not_dice():
     a = Die("d6", "", 0, (0, 0, 50, 50), 0.4, "unreadable", 0.4)
     b = Die("d6", "", 0, (10, 10, 60, 60), 0.4, "unreadable", 0.4)
     assert reader._without_parts([a, b]) == [a, b]
+
+
+def test_a_close_up_die_the_first_look_splits_is_found_whole():
+    """A rendered d6 about 75 first-look pixels across (below the 90 the zoomed-out look alone
+    trusted): the first look splits it and finds no box at its place, the zoomed-out look finds it
+    whole, and it is read as one die (with the old limit it was missed)."""
+    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
+    import pi_table.vision.reader as R
+    from pi_table.train.render.scene import make_scene
+
+    scene = make_scene(9, "valid", 0, ("d6",), 640, None, die_px=(130.0, 160.0), max_dice=1)
+    image = np.ascontiguousarray(scene.image[:, :, ::-1])
+    _, cx, cy, w, h = scene.labels[0]
+    truth = ((cx - w / 2) * 640, (cy - h / 2) * 640, (cx + w / 2) * 640, (cy + h / 2) * 640)
+    assert R.UNSEEN_LARGE_DIE * 1.1 < max(w, h) * 320 < R.LARGE_DIE  # first-look pixels
+    reader = DiceReader()
+    assert not any(iou(f.box, truth) > 0.5 for f in reader.detector.detect(image))
+    assert [d for d in reader.read(image).dice if iou(d.box, truth) >= 0.5]
+    old = R.UNSEEN_LARGE_DIE
+    try:
+        R.UNSEEN_LARGE_DIE = R.LARGE_DIE
+        assert not [d for d in reader.read(image).dice if iou(d.box, truth) >= 0.5]
+    finally:
+        R.UNSEEN_LARGE_DIE = old
