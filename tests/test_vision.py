@@ -839,7 +839,6 @@ def test_a_die_filling_half_the_picture_is_found_whole(reader):
     """A phone's close-up (each demo die with twice its box around it, 1500 pixels across): the
     detector alone splits such a die into pips; the zoomed-out second look finds it whole."""
     from pi_table.vision.evaluate import close_up
-    from pi_table.vision.reader import iou
 
     whole = total = parts = right = 0
     for photo in sorted(DEMO.glob("*.jpg")):
