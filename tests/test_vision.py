@@ -378,12 +378,13 @@ def test_training_smoke(tmp_path):
     # --calibrate-only fits the temperature and thresholds again and keeps the weights
     weights = (tmp_path / "classifier.onnx").read_bytes()
     recal = [sys.executable, "-m", "pi_table.train", "--data", str(real), "--renders", str(renders), "--out", str(tmp_path),
-             "--smoke", "--calibrate-only"]
+             "--calib-renders", str(renders), "--smoke", "--calibrate-only"]
     result = subprocess.run(recal, capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 0, result.stderr[-2000:]
     assert (tmp_path / "classifier.onnx").read_bytes() == weights
     logged = json.loads((tmp_path / "train-log.json").read_text())
     assert "recalibrated" in logged and logged["threshold"] == json.loads((tmp_path / "reader.json").read_text())["threshold"]
+    assert "shape_temperature" in logged  # fitted where a calib die tops at a numbered shape, else None
     assert json.loads((tmp_path / "reader.json").read_text())["cocked"] == settings  # kept
     # a folder without trained models: one line, before any data is loaded, nothing made
     result = subprocess.run(recal[:-2] + ["--out", str(tmp_path / "none"), "--calibrate-only"], capture_output=True,
@@ -796,6 +797,7 @@ def test_second_look_holds_a_numbered_shape_to_its_kinds_threshold():
     threshold, 0.99) though 0.96 clears the d6 threshold; a d6 face at 0.96 is sure."""
     reader = DiceReader()
     reader.second_look = 4
+    reader.classifier.shape_temperature = None  # one temperature, so that row() below gives back its probs
     reader.threshold, reader.thresholds = 0.94, {"d8": 0.95, "d10": 0.99, "d10-tens": 0.97}
     classes = reader.classifier.classes
     assert reader.shape_threshold("d6:3") == 0.94
@@ -818,6 +820,41 @@ def test_second_look_holds_a_numbered_shape_to_its_kinds_threshold():
     reader._turned_mean = turned_mean
     reader._second_look(np.zeros((64, 64, 3), np.uint8), [(0, 0, 10, 10)] * len(logits), logits)
     assert looked["rows"] == [1]  # the d10 below 0.97; not the d6 or d8 above theirs, the d10 at 0.98, nor `none`
+
+
+def test_a_row_topped_by_a_numbered_shape_takes_the_shape_temperature():
+    """Top-label calibration: the row whose top raw score is ``d10:*`` is softened or sharpened
+    by ``shape_temperature``; a row topped by a d6 face or ``none`` keeps ``temperature``."""
+    classifier = DiceReader().classifier
+    classes = classifier.classes
+    classifier.temperature, classifier.shape_temperature = 1.0, 0.5
+    logits = np.zeros((3, len(classes)), np.float32)
+    for row, top in enumerate(("d10:*", "d6:3", "none")):
+        logits[row, classes.index(top)] = 2.0
+        logits[row, classes.index("d8:*")] = 1.0
+    p = classifier.calibrated(logits)
+
+    def softmax(z):
+        e = np.exp(z - z.max())
+        return e / e.sum()
+
+    assert np.allclose(p[0], softmax(logits[0] / 0.5))
+    assert np.allclose(p[1], softmax(logits[1])) and np.allclose(p[2], softmax(logits[2]))
+    classifier.shape_temperature = None
+    assert np.allclose(classifier.calibrated(logits)[0], softmax(logits[0]))
+
+
+def test_a_big_dies_numbered_part_is_a_sure_small_die_only_at_the_part_bar():
+    """_with_big_dice keeps a cluster's parts as dice when they are surely dice: a d6 face at the
+    d6 threshold, a numbered shape at NUMBERED_PART_SURE even where its kinds' thresholds are lower."""
+    from pi_table.vision.reader import NUMBERED_PART_SURE
+
+    reader = DiceReader()
+    reader.threshold, reader.thresholds = 0.94, {"d8": 0.92, "d10": 0.96, "d10-tens": 0.99}
+    assert reader._part_bar("d6:4") == 0.94
+    assert reader._part_bar("d10:*") == reader._part_bar("d8:*") == NUMBERED_PART_SURE == 0.99
+    reader.thresholds = {"d8": 0.995, "d10": 0.995, "d10-tens": 0.995}
+    assert reader._part_bar("d8:*") == 0.995  # never below the kind's own threshold
 
 
 def test_crop_die_averages_a_die_much_bigger_than_its_crop():

@@ -163,8 +163,9 @@ def main(argv=None) -> int:
     train_command = args.train_command
     if "recalibrated" in log:
         # the weights are that command's; the temperature and thresholds were fitted again since
+        extra = "".join(f" --calib-renders {r}" for r in log["recalibrated"].get("calib_renders", []))
         train_command += ("\n# then the temperature and thresholds fitted again on the calib split (weights unchanged):\n"
-                          + args.train_command + " --calibrate-only")
+                          + args.train_command + extra + " --calibrate-only")
     today = date.today().isoformat()
     common = f"""Command that trained it (CPU, {os.cpu_count()} cores, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
@@ -225,6 +226,9 @@ box and rejects those that are not dice.
                  if views > 1 else "")
     shape_text = (" (`KIND:*`: a numbered die told by its shape only; `numerals.onnx` reads its numeral, see numerals.md)"
                   if any(c.endswith(":*") for c in classes) else "")
+    shape_t_text = (f", its calib photos; a crop whose top score is a numbered shape is scaled by its own T = "
+                    f"{cls['shape_temperature']:.3f}, fitted on the calib dice (photos and renders) that top at one "
+                    f"(top-label calibration, Gupta and Ramdas 2022)" if cls.get("shape_temperature") else "")
     ensemble_text = (f"A deep ensemble (Lakshminarayanan et al. 2017) of {len(cls_files)} classifiers "
                      f"({', '.join(cls_files)}), trained alike from seeds {config.get('seed', 0)} to "
                      f"{config.get('seed', 0) + len(cls_files) - 1}, whose logits and boxes the reader averages. Each is a small"
@@ -234,7 +238,7 @@ box and rejects those that are not dice.
 Size {sum(sizes[f] for f in cls_files) / 1e6:.2f} MB. {ensemble_text} CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32
 Nx3xSxS RGB 0..1; the crop is {cls['margin']} times the box's long side), output `logits` over
 {len(classes)} classes: {', '.join(classes)}{shape_text}{box_text} Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
-fitted on the calib split (Guo et al. 2017); a die below {config['threshold']} is reported `unreadable`;
+fitted on the calib split (Guo et al. 2017){shape_t_text}; a die below {config['threshold']} is reported `unreadable`;
 a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.{look_text}
 
 {common}""")
