@@ -452,7 +452,7 @@ class Classifier:
             reductions"). ``temperature`` is fitted on real d6 photos, where no row tops at a
             numbered shape; the numbered shapes' own is fitted on calib renders, on which the
             classifier is far surer of a shape than that temperature says (module docstring,
-            "Numerals").
+            "Classification").
 
     Raises:
         FileNotFoundError: a model file is missing.
@@ -849,11 +849,12 @@ class DiceReader:
         A big die with two or more parts that the classifier alone (one view) calls a die at the
         threshold of the class it gives them is a cluster of small dice the second look saw as
         one: the first look's boxes stand. (The pips and faces a big die is split into are not
-        called dice so surely.) The parts are judged at the one temperature (no
-        ``shape_temperature``), as this rule was chosen: at the numbered shapes' own, a big
-        d10's kite faces pass for sure small d10s and the big die is lost (calib close-ups,
-        ``pi-table eval renders/big --calib``: false dice 32.2 per 100 pictures before the shape
-        temperature, 46.6 with it here too, 35.6 without).
+        called dice so surely.) The parts are judged as this rule was chosen (:meth:`_part_bar`):
+        at the one temperature, not ``shape_temperature``, and a numbered shape at
+        :data:`NUMBERED_PART_SURE` at least. Judged as the other dice are, a big die's kite faces
+        passed for sure small d10s and the big die was lost (``pi-table eval renders/big --calib``:
+        false dice 32.2 per 100 pictures before the shape temperature, 46.6 with it here too,
+        32.2 as now).
         """
         boxes = [d.box for d in detections]
         if not self.zoom_out:
