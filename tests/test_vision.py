@@ -385,6 +385,10 @@ def test_training_smoke(tmp_path):
     logged = json.loads((tmp_path / "train-log.json").read_text())
     assert "recalibrated" in logged and logged["threshold"] == json.loads((tmp_path / "reader.json").read_text())["threshold"]
     assert "shape_temperature" in logged  # fitted where a calib die tops at a numbered shape, else None
+    at = recal.index("--calib-renders") + 1
+    result = subprocess.run(recal[:at] + [str(tmp_path / "nowhere")] + recal[at + 1:], capture_output=True, text=True,
+                            timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--calib-renders" in result.stderr and "Traceback" not in result.stderr
     assert json.loads((tmp_path / "reader.json").read_text())["cocked"] == settings  # kept
     # a folder without trained models: one line, before any data is loaded, nothing made
     result = subprocess.run(recal[:-2] + ["--out", str(tmp_path / "none"), "--calibrate-only"], capture_output=True,
