@@ -154,10 +154,21 @@ def test_cli_read_json_on_a_demo_photo():
     assert data["dice"] and all(set(d) >= {"kind", "face", "value", "box", "confidence", "status"} for d in data["dice"])
 
 
+def test_cli_read_notes_kinds_it_cannot_read():
+    """--kinds d6,d12 (a skill check with a d12 in play): the d6 are read, and stderr says in one
+    line that d12 dice are not reported (the reader reads d6, d8, d10 and d10-tens)."""
+    photo = sorted(DEMO.glob("*.jpg"))[1]
+    result = cli("read", str(photo), "--json", "--threads", "1", "--kinds", "d6,d12")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["dice"]
+    assert "does not read d12" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("args, needle", [
     (("read", "/no/such.jpg"), "/no/such.jpg"),
     (("read", str(REPO / "README.md")), "README.md"),
     (("read", str(DEMO / "LICENSE"), "--kinds", "d7"), "d7"),
+    (("read", str(sorted(DEMO.glob("*.jpg"))[0]), "--kinds", "d12,d20"), "reads none of them"),
     (("eval", "/no/such/dir"), "/no/such/dir"),
     (("eval", str(DEMO)), str(DEMO)),
     (("eval", str(REPO / "tests" / "fixtures"), "--cut-crops", "9"), "9.0"),

@@ -99,6 +99,12 @@ def _read(args) -> int:
     for path in args.images:  # check every input before any work: one clear error, nothing half-printed
         images.append((path, load_image(path)))
     reader = _reader(args)
+    unread = [k for k in kinds or () if k not in reader.kinds]
+    if unread and len(unread) == len(kinds):
+        raise ValueError(f"--kinds {','.join(kinds)}: this reader reads none of them (it reads {', '.join(reader.kinds)})")
+    if unread:  # e.g. a skill check with a d12 in play: its dice are not reported, and the table should know
+        print(f"pi-table: note: this reader does not read {', '.join(unread)} (it reads {', '.join(reader.kinds)}); "
+              "such dice are not reported", file=sys.stderr)
     for path, image in images:
         reading = (reader.read_crop if args.crop else reader.read)(image, name=path, kinds=kinds)
         if args.json:
