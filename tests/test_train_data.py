@@ -149,6 +149,25 @@ def test_fit_temperature_recovers_a_known_temperature():
     assert fit_temperature(np.zeros((0, 5)), np.zeros(0, int)) == 1.0
 
 
+def test_fit_shape_temperature_fits_only_the_rows_topped_by_a_numbered_shape():
+    """Rows topped by ``d10:*`` drawn at T = 0.5 are fitted near 0.5 whatever the rows topped by a
+    d6 face say; with no row topped by a numbered shape there is none (None)."""
+    from pi_table.train.__main__ import fit_shape_temperature
+
+    classes = ["d6:1", "d6:2", "d10:*", "none"]
+    rng = np.random.default_rng(0)
+    z = rng.normal(0, 3, (6000, 4))
+    z[:3000, 2] += 6  # these rows top at d10:*
+    z[3000:, 0] += 6  # these at d6:1
+    z[3000:, 2] = -20.0  # and never at d10:*
+    p = np.exp(z / 0.5) / np.exp(z / 0.5).sum(axis=1, keepdims=True)
+    t = np.array([rng.choice(4, p=row) for row in p])
+    t[3000:] = 3  # labels of the d6-topped rows that no temperature near 0.5 explains
+    assert 0.45 < fit_shape_temperature(z, t, classes) < 0.55
+    assert fit_shape_temperature(z[3000:], t[3000:], classes) is None
+    assert fit_shape_temperature(np.zeros((0, 4)), np.zeros(0, int), classes) is None
+
+
 @pytest.mark.parametrize("module, option", [("pi_table.train.numerals", "--renders"), ("pi_table.train", "--data")])
 def test_training_names_a_missing_folder_in_one_line(tmp_path, module, option):
     import subprocess

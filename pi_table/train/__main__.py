@@ -494,8 +494,9 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     """Fit ``config``'s temperature and choose its thresholds on the calib split, writing
     ``models/reader.json`` at each step (the reader reads it); the figures for the training log.
 
-    The temperature is fitted on the calib photos (:func:`calibrate`): real dice are what the
-    kit reads (the numeral model has its own, fitted on renders). It is the single view's;
+    The temperature is fitted on the calib photos (:func:`calib_logits`): real dice are what the
+    kit reads (the numeral model has its own, fitted on renders); the numbered shapes' own on the
+    calib dice that top at one, photos and renders (:func:`fit_shape_temperature`). Both are the single view's;
     the thresholds are chosen with the second look on, as it runs (:func:`choose_thresholds`),
     unless ``args.threshold`` fixes the threshold.
     """
@@ -505,9 +506,14 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     config.pop("thresholds", None)
     config.pop("second_look", None)
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
-    temperature = calibrate(models, [im for im in calib_imgs if im.folder != "renders"], classes)
+    # Each calib die read once (one view, raw scores): the photos' fit the temperature, Guo et al.
+    # 2017; photos' and renders' together the numbered shapes' own (:func:`fit_shape_temperature`).
+    photo_logits, photo_targets = calib_logits(models, [im for im in calib_imgs if im.folder != "renders"], classes)
+    render_logits, render_targets = calib_logits(models, [im for im in calib_imgs if im.folder == "renders"], classes)
+    temperature = fit_temperature(photo_logits, photo_targets)
     config["classifier"]["temperature"] = temperature
-    shape_temperature = calibrate_shapes(models, calib_imgs, classes)
+    shape_temperature = fit_shape_temperature(np.concatenate([photo_logits, render_logits]),
+                                              np.concatenate([photo_targets, render_targets]), classes)
     if shape_temperature is not None:
         config["classifier"]["shape_temperature"] = shape_temperature
     config["second_look"] = args.second_look
@@ -575,26 +581,15 @@ def calib_logits(models: Path, images, classes: list[str]) -> tuple[np.ndarray, 
     return np.array(logits, np.float64).reshape(-1, len(classes)), np.array(targets, int)
 
 
-def calibrate(models: Path, images, classes: list[str]) -> float:
-    """Temperature minimising the negative log-likelihood of the classifier on ``images`` (the
-    calib photos), over :func:`calib_logits`'s dice. Guo et al. 2017, temperature scaling."""
-    if not images:
-        return 1.0
-    return fit_temperature(*calib_logits(models, images, classes))
-
-
-def calibrate_shapes(models: Path, images, classes: list[str]) -> float | None:
-    """The classifier's ``shape_temperature`` (:class:`pi_table.vision.reader.Classifier`):
-    the temperature minimising the negative log-likelihood of the calib dice (photos and
-    renders, :func:`calib_logits`) whose top raw score is a numbered shape class (``d8:*``,
-    ``d10:*``), whatever their label; None when no such die is there (top-label calibration,
-    Gupta and Ramdas 2022). On the calib renders the classifier named 99.6 to 100% of the
-    numbered dice's shape right at every size, yet at the photos' temperature only 77 to 85%
-    reached 0.99 (models/classifier.md)."""
+def fit_shape_temperature(logits: np.ndarray, targets: np.ndarray, classes: list[str]) -> float | None:
+    """The classifier's ``shape_temperature`` (:class:`pi_table.vision.reader.Classifier`): the
+    temperature minimising the negative log-likelihood of the calib dice (NxC raw ``logits``, N
+    ``targets``, from :func:`calib_logits`) whose top raw score is a numbered shape class
+    (``d8:*``, ``d10:*``), whatever their label; None when no such die is there (top-label
+    calibration, Gupta and Ramdas 2022). On the calib renders the classifier named 99.6 to 100%
+    of the numbered dice's shape right at every size, yet at the photos' temperature only 77 to
+    85% reached 0.99 (models/classifier.md)."""
     shapes = np.array([c.endswith(":*") for c in classes], bool)
-    if not images or not shapes.any():
-        return None
-    logits, targets = calib_logits(models, images, classes)
     top = shapes[logits.argmax(axis=1)] if len(logits) else np.zeros(0, bool)
     if not top.any():
         return None
