@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import cv2
@@ -135,6 +136,54 @@ def test_numerals_training_needs_numbered_dice(tmp_path):
                        cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "no d8, d10, d10-tens dice" in r.stderr and "Traceback" not in r.stderr
     assert not (tmp_path / "m" / "numerals.onnx").exists()
+
+
+def test_numerals_training_with_loader_workers_scores_each_folder(tmp_path):
+    """``--workers`` makes the batches in loader processes (the path a GPU run takes), and the
+    log scores every ``--valid`` folder on its own as well as pooled."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
+    pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
+    from tests.conftest import REPO
+
+    folders = [tmp_path / "a", tmp_path / "b"]
+    for seed, out in enumerate(folders):
+        render = [sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--n", "4", "--seed", str(seed),
+                  "--kinds", "d8,d10,d10-tens", "--size", "256", "--backgrounds", ""]
+        assert subprocess.run(render, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+    args = [sys.executable, "-m", "pi_table.train.numerals", "--out", str(tmp_path / "m"), "--smoke", "--workers", "2"]
+    for out in folders:
+        args += ["--renders", str(out), "--valid", str(out)]
+    r = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    log = json.loads((tmp_path / "m" / "numerals-log.json").read_text())
+    per_folder = log["valid_right_per_folder"]
+    assert list(per_folder) == [str(f) for f in folders]
+    for kind, pooled in log["valid_right"].items():
+        assert pooled["dice"] == sum(f[kind]["dice"] for f in per_folder.values() if kind in f)
+    assert log["args"]["workers"] == "2" and (tmp_path / "m" / "numerals.onnx").is_file()
+
+
+@pytest.mark.parametrize("option, value, says", [("--workers", "-1", "--workers must be 0..64, got -1"),
+                                                 ("--device", "tpu", "--device must be cpu or cuda[:N], got 'tpu'")])
+def test_numeral_training_names_a_bad_device_or_workers_in_one_line(tmp_path, capsys, option, value, says):
+    from pi_table.train.numerals import parse_args
+
+    with pytest.raises(SystemExit) as stop:
+        parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), option, value])
+    assert stop.value.code == 2 and capsys.readouterr().err.strip() == f"error: {says}"
+
+
+def test_numeral_training_on_a_gpu_it_lacks_is_a_one_line_error(tmp_path, capsys):
+    torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: --device cuda would train")
+    from pi_table.train.numerals import main
+
+    assert main(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), "--device", "cuda"]) == 2
+    assert capsys.readouterr().err.strip() == "error: --device cuda: torch sees no GPU here"
 
 
 def test_fit_temperature_recovers_a_known_temperature():
