@@ -176,6 +176,15 @@ def test_numeral_training_names_a_bad_device_or_workers_in_one_line(tmp_path, ca
     assert stop.value.code == 2 and capsys.readouterr().err.strip() == f"error: {says}"
 
 
+def test_a_cuda_device_the_machine_lacks_is_named():
+    from pi_table.train.numerals import device_error
+
+    assert device_error("cuda", 0) == "--device cuda: torch sees no GPU here"
+    assert device_error("cuda:7", 1) == "--device cuda:7: torch sees 1 GPU(s) here, cuda:0..cuda:0"
+    assert device_error("cuda:x", 2) == "--device cuda:x: torch sees 2 GPU(s) here, cuda:0..cuda:1"
+    assert device_error("cuda", 1) is None and device_error("cuda:1", 2) is None
+
+
 def test_numeral_training_on_a_gpu_it_lacks_is_a_one_line_error(tmp_path, capsys):
     torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
     if torch.cuda.is_available():

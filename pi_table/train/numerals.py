@@ -106,6 +106,17 @@ def batch_stream(bank, targets, args):
     return torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=args.workers, prefetch_factor=8)
 
 
+def device_error(device: str, gpus: int) -> str | None:
+    """Why ``--device`` (``cuda`` or ``cuda:N``) cannot train on a machine where torch sees
+    ``gpus`` GPUs, as one line; None when it can."""
+    number = device.partition(":")[2]
+    if not gpus:
+        return f"--device {device}: torch sees no GPU here"
+    if number and not (number.isdigit() and int(number) < gpus):
+        return f"--device {device}: torch sees {gpus} GPU(s) here, cuda:0..cuda:{gpus - 1}"
+    return None
+
+
 def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:
     """Temperature (0.3..5) minimising the negative log-likelihood of NxC ``logits`` for
     ``targets`` (N class indices); 1.0 when there are none. Guo et al. 2017."""
@@ -152,9 +163,11 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
 
-    if args.device != "cpu" and not torch.cuda.is_available():
-        print(f"error: --device {args.device}: torch sees no GPU here", file=sys.stderr)
-        return 2
+    if args.device != "cpu":
+        bad = device_error(args.device, torch.cuda.device_count() if torch.cuda.is_available() else 0)
+        if bad:
+            print(f"error: {bad}", file=sys.stderr)
+            return 2
 
     from pi_table.train import data as D
     from pi_table.train.__main__ import load_folders, log, optimise, start
