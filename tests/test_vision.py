@@ -574,6 +574,45 @@ def test_second_look_averages_quarter_turns_of_unsure_dice_only():
     assert np.array_equal(reader._second_look(image, boxes, first), first)
 
 
+def test_refine_unsure_reads_unsure_dice_again_from_the_placed_box_only():
+    """``refine_unsure``: a die below its threshold after the first read is cut again around the
+    box the box head placed and read again; sure dice keep their first read (and their cost)."""
+    reader = DiceReader()
+    reader.second_look = 1  # the second look apart: this is the refine pass alone
+    image = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    boxes = [d.box for d in reader.detector.detect(image)]
+    first, placed = reader.classifier.logits_and_boxes(image, boxes)
+    again, placed_again = reader.classifier.logits_and_boxes(image, placed)
+    assert not np.allclose(first, again, atol=1e-3)  # the re-cut crops do read differently
+    reader.refine, reader.refine_unsure = 0, 1
+    reader.threshold = 0.0  # every die sure: one read
+    got_boxes, got = reader.boxes_and_logits(image, boxes)
+    assert np.array_equal(got, first)
+    reader.threshold = 1.01  # every die unsure: the ones not about to be dropped as `none` are read again
+    unsure = reader._unsure_rows(first)
+    assert len(unsure) >= 3
+    got_boxes, got = reader.boxes_and_logits(image, boxes)
+    expected = first.copy()
+    expected[unsure] = again[unsure]
+    assert np.allclose(got, expected, atol=1e-5)
+    assert np.allclose(got_boxes[unsure[0]], placed_again[unsure[0]], atol=1e-3)
+    reader.refine_unsure = 0  # off
+    assert np.array_equal(reader.boxes_and_logits(image, boxes)[1], first)
+
+
+def test_reader_json_names_a_bad_refine_unsure(tmp_path):
+    import shutil
+
+    from pi_table.vision.reader import models_dir
+
+    for f in models_dir().iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    config = json.loads((tmp_path / "reader.json").read_text())
+    (tmp_path / "reader.json").write_text(json.dumps({**config, "refine_unsure": 5}))
+    with pytest.raises(ValueError, match="refine_unsure must be 0..3, got 5"):
+        DiceReader(tmp_path)
+
+
 def test_reader_json_names_a_bad_second_look(tmp_path):
     import shutil
 

@@ -81,6 +81,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
     p.add_argument("--second-look", type=int, default=4, choices=(1, 2, 4), help="views averaged for a die below the "
                    "threshold at run time (reader.json; 1 for none): its crop turned by quarter turns")
+    p.add_argument("--refine-unsure", type=int, default=1, choices=(0, 1, 2, 3),
+                   help="passes that read a die below the threshold again from the box the box head placed "
+                        "(reader.json's refine_unsure, at run time; 0 for none)")
     p.add_argument("--cls-render-kinds", default="d6,d8,d10,d10-tens", help="comma-separated kinds whose rendered dice the "
                    "classifier trains on; the detector trains on every rendered die")
     p.add_argument("--render-d6-faces", action=argparse.BooleanOptionalAction, default=True,
@@ -451,6 +454,7 @@ def main(argv=None) -> int:
         "threshold": args.threshold if args.threshold is not None else 0.9,
         "none_threshold": 0.5,
         "refine": args.refine,
+        "refine_unsure": args.refine_unsure,
         "seed": args.seed,
     }
     numerals = args.out / "numerals.json"  # written by python3 -m pi_table.train.numerals
@@ -496,8 +500,9 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
 
     The temperature is fitted on the calib photos (:func:`calib_logits`): real dice are what the
     kit reads (the numeral model has its own, fitted on renders); the numbered shapes' own on the
-    calib dice that top at one, photos and renders (:func:`fit_shape_temperature`). Both are the single view's;
-    the thresholds are chosen with the second look on, as it runs (:func:`choose_thresholds`),
+    calib dice that top at one, photos and renders (:func:`fit_shape_temperature`). Both are the single view's
+    at the detected boxes; the thresholds are chosen with the second look and the unsure dice's refine
+    pass on, as they run (:func:`choose_thresholds`),
     unless ``args.threshold`` fixes the threshold.
     """
     classes = config["classifier"]["classes"]
@@ -505,6 +510,7 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     config["classifier"].pop("shape_temperature", None)
     config.pop("thresholds", None)
     config.pop("second_look", None)
+    config["refine_unsure"] = 0  # the temperatures are the first read's, at the detected boxes
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     # Each calib die read once (one view, raw scores): the photos' fit the temperature, Guo et al.
     # 2017; photos' and renders' together the numbered shapes' own (:func:`fit_shape_temperature`).
@@ -517,6 +523,7 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     if shape_temperature is not None:
         config["classifier"]["shape_temperature"] = shape_temperature
     config["second_look"] = args.second_look
+    config["refine_unsure"] = args.refine_unsure
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     if args.threshold is None:
         config.update(choose_thresholds(models, calib_imgs, args.wrong_target))
@@ -643,8 +650,8 @@ def choose_threshold(models: Path, images, wrong_target: float) -> float:
     reader.thresholds = {}
     scored = None
     for t in np.round(np.arange(0.5, 0.991, 0.01), 2):
-        if scored is None or reader.second_look > 1:
-            # The second look gates on the threshold, so each candidate reads the images again.
+        if scored is None or reader.second_look > 1 or reader.refine_unsure > 0:
+            # The second look and the refine pass gate on the threshold: each candidate reads the images again.
             reader.threshold = float(t)
             total = Score()
             for im in images:

@@ -205,7 +205,8 @@ The build machine is shared and its speed changes from day to day (the same mode
     if reader.classifier.refines:
         box_text = (f", and `box` Nx4, the die's box in the crop's frame (centre offset in crop sides, log width and "
                     f"height in crop sides; Ren et al. 2015): the reader moves the detector's box there, "
-                    f"with {config.get('refine', 0)} extra pass(es) reading a re-cut crop. Trained with copy-paste "
+                    f"with {config.get('refine', 0)} extra pass(es) reading a re-cut crop for every die and "
+                    f"{config.get('refine_unsure', 0)} for a die below its threshold (`refine_unsure`). Trained with copy-paste "
                     f"(Dwibedi et al. 2017): {log.get('args', {}).get('paste', '?')} of the detector's and "
                     f"classifier's samples have real dice pasted onto synthetic surfaces neither folder has.")
     (args.models / "detector.md").write_text(f"""# detector.onnx — finds every die in a tray photo

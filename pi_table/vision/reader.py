@@ -44,6 +44,13 @@
    the held-out nellbyler dice it lifted the shipped model's top-1 face from 97.3% to 98.8%.
    The numeral model gets the same second look for its unsure numerals.
 
+   **Refine the unsure** (``reader.json``'s ``refine_unsure``, passes): before its second look, a
+   die below its threshold is cut again around the box the classifier's box head placed and read
+   again, as ``refine`` does for every die (which doubles the classifier's cost). A detector's box
+   off a close-up's die, its top face alone or a die and its shadow, is read from a crop that is
+   off too; sure dice, nearly all of a tray's, keep their one read. Chosen on the calib split at
+   the shipped thresholds (models/classifier.md, "Refine the unsure").
+
 5. **Cocked** (``models/cocked.onnx``, when ``reader.json`` has ``cocked``): a small CNN on
    each die's crop gives the calibrated chance that it does not lie flat; at or above
    ``cocked.threshold`` the die is reported ``cocked``, with no face (RULES.md: a cocked die is
@@ -659,6 +666,12 @@ class DiceReader:
         self.thresholds = {k: float(v) for k, v in self.config.get("thresholds", {}).items()}
         self.none_threshold = float(self.config.get("none_threshold", 0.5))
         self.refine = int(self.config.get("refine", 0))
+        #: Extra passes for unsure dice only (``reader.json``'s ``refine_unsure``, default 0): a die
+        #: below its threshold after the first read is cut again around the box the box head
+        #: placed and read again (module docstring, "Refine the unsure").
+        self.refine_unsure = int(self.config.get("refine_unsure", 0))
+        if not 0 <= self.refine_unsure <= 3:
+            raise ValueError(f"{config_path}: refine_unsure must be 0..3, got {self.refine_unsure}")
         #: Views averaged for a die below the threshold (1: none; 2: and a half turn; 4: quarter turns).
         self.second_look = int(self.config.get("second_look", 1))
         if self.second_look not in (1, 2, 4):
@@ -707,6 +720,14 @@ class DiceReader:
         for _ in range(passes if self.classifier.refines else 0):
             read_from = moved
             logits, moved = self.classifier.logits_and_boxes(image, read_from)
+        for _ in range(self.refine_unsure if refine is None and self.classifier.refines else 0):
+            rows = self._unsure_rows(logits)
+            if not len(rows):
+                break
+            again, placed = self.classifier.logits_and_boxes(image, [moved[i] for i in rows])
+            logits, moved, read_from = logits.copy(), list(moved), list(read_from)
+            for j, i in enumerate(rows):
+                read_from[i], logits[i], moved[i] = moved[i], again[j], placed[j]
         logits = self._second_look(image, read_from, logits)
         h, w = image.shape[:2]
         clipped = [(max(0.0, float(b[0])), max(0.0, float(b[1])), min(float(w), float(b[2])), min(float(h), float(b[3])))
@@ -725,15 +746,23 @@ class DiceReader:
         """
         if self.second_look == 1 or len(logits) == 0:
             return logits
+        rows = self._unsure_rows(logits)
+        if not len(rows):
+            return logits
+        return self._turned_mean(self.classifier, image, [boxes[i] for i in rows], logits, rows)
+
+    def _unsure_rows(self, logits: np.ndarray) -> np.ndarray:
+        """Indices of the rows of the classifier's NxC raw scores that are unsure dice: the best
+        class that is a die is below its :meth:`shape_threshold` and ``none`` is below
+        :attr:`none_threshold`."""
+        if len(logits) == 0:
+            return np.zeros(0, int)
         p = self.classifier.calibrated(logits)
         none = self.classifier.classes.index("none")
         limits = np.array([self.shape_threshold(c) for c in self.classifier.classes])
         dice = np.delete(np.arange(p.shape[1]), none)
         best = dice[p[:, dice].argmax(axis=1)]
-        rows = np.flatnonzero((p[np.arange(len(p)), best] < limits[best]) & (p[:, none] < self.none_threshold))
-        if not len(rows):
-            return logits
-        return self._turned_mean(self.classifier, image, [boxes[i] for i in rows], logits, rows)
+        return np.flatnonzero((p[np.arange(len(p)), best] < limits[best]) & (p[:, none] < self.none_threshold))
 
     def _turned_mean(self, model: "Classifier", image: np.ndarray, boxes, logits: np.ndarray, rows) -> np.ndarray:
         """``logits`` (NxC, ``model``'s) with the rows ``rows`` replaced by the mean of their view
