@@ -613,6 +613,25 @@ def test_reader_json_names_a_bad_refine_unsure(tmp_path):
         DiceReader(tmp_path)
 
 
+@pytest.mark.parametrize("entry, value, says", [("temperature", "warm", "could not convert string to float: 'warm'"),
+                                               ("shape_temperature", -0.5, "shape_temperature must be > 0, got -0.5"),
+                                               ("temperature", 0, "temperature must be > 0, got 0.0")])
+def test_reader_json_names_a_bad_temperature(tmp_path, entry, value, says):
+    """A temperature that is not a positive number: one line naming reader.json and the value."""
+    import shutil
+
+    from pi_table.vision.reader import models_dir
+
+    for f in models_dir().iterdir():
+        shutil.copy(f, tmp_path / f.name)
+    config = json.loads((tmp_path / "reader.json").read_text())
+    config["classifier"][entry] = value
+    (tmp_path / "reader.json").write_text(json.dumps(config))
+    with pytest.raises(ValueError) as bad:
+        DiceReader(tmp_path)
+    assert str(bad.value) == f"{tmp_path / 'reader.json'} is not a reader's settings ({says})"
+
+
 def test_reader_json_names_a_bad_second_look(tmp_path):
     import shutil
 

@@ -463,6 +463,7 @@ class Classifier:
 
     Raises:
         FileNotFoundError: a model file is missing.
+        ValueError: no model file, or a temperature that is not a positive number.
     """
 
     def __init__(self, path: Path | list[Path], classes: list[str], temperature: float = 1.0, crop_size: int = 48,
@@ -474,6 +475,9 @@ class Classifier:
         self.classes = list(classes)
         self.temperature = float(temperature)
         self.shape_temperature = None if shape_temperature is None else float(shape_temperature)
+        for name, value in (("temperature", self.temperature), ("shape_temperature", self.shape_temperature)):
+            if value is not None and not (0 < value < math.inf):
+                raise ValueError(f"{name} must be > 0, got {value}")
         self._shapes = np.array([c.endswith(":*") for c in self.classes], bool)
         self.crop_size = int(crop_size)
         self.margin = float(margin)
@@ -640,6 +644,10 @@ class DiceReader:
             self._configure(config_path, threads)
         except (KeyError, TypeError, AttributeError) as e:
             raise ValueError(f"{config_path} is not a reader's settings ({type(e).__name__}: {e})") from None
+        except ValueError as e:  # a value of the right type out of range, or text where a number goes
+            if str(config_path) in str(e):
+                raise
+            raise ValueError(f"{config_path} is not a reader's settings ({e})") from None
 
     def _configure(self, config_path: Path, threads: int) -> None:
         """The models and settings ``self.config`` (``reader.json``) names; KeyError or TypeError
