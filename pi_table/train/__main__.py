@@ -81,9 +81,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
     p.add_argument("--second-look", type=int, default=4, choices=(1, 2, 4), help="views averaged for a die below the "
                    "threshold at run time (reader.json; 1 for none): its crop turned by quarter turns")
-    p.add_argument("--refine-unsure", type=int, default=1, choices=(0, 1, 2, 3),
+    p.add_argument("--refine-unsure", type=int, default=0, choices=(0, 1, 2, 3),
                    help="passes that read a die below the threshold again from the box the box head placed "
-                        "(reader.json's refine_unsure, at run time; 0 for none)")
+                        "(reader.json's refine_unsure, at run time; default 0, none: tried with 1 and not shipped, "
+                        "models/classifier.md)")
     p.add_argument("--cls-render-kinds", default="d6,d8,d10,d10-tens", help="comma-separated kinds whose rendered dice the "
                    "classifier trains on; the detector trains on every rendered die")
     p.add_argument("--render-d6-faces", action=argparse.BooleanOptionalAction, default=True,
