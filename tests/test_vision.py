@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -600,7 +601,8 @@ def test_refine_unsure_reads_unsure_dice_again_from_the_placed_box_only():
     assert np.array_equal(reader.boxes_and_logits(image, boxes)[1], first)
 
 
-def test_reader_json_names_a_bad_refine_unsure(tmp_path):
+def models_copy(tmp_path, edit) -> Path:
+    """A copy of the shipped models in ``tmp_path`` whose reader.json is ``edit(config)``'s."""
     import shutil
 
     from pi_table.vision.reader import models_dir
@@ -608,9 +610,13 @@ def test_reader_json_names_a_bad_refine_unsure(tmp_path):
     for f in models_dir().iterdir():
         shutil.copy(f, tmp_path / f.name)
     config = json.loads((tmp_path / "reader.json").read_text())
-    (tmp_path / "reader.json").write_text(json.dumps({**config, "refine_unsure": 5}))
+    (tmp_path / "reader.json").write_text(json.dumps(edit(config)))
+    return tmp_path
+
+
+def test_reader_json_names_a_bad_refine_unsure(tmp_path):
     with pytest.raises(ValueError, match="refine_unsure must be 0..3, got 5"):
-        DiceReader(tmp_path)
+        DiceReader(models_copy(tmp_path, lambda config: {**config, "refine_unsure": 5}))
 
 
 @pytest.mark.parametrize("entry, value, says", [("temperature", "warm", "could not convert string to float: 'warm'"),
@@ -618,31 +624,18 @@ def test_reader_json_names_a_bad_refine_unsure(tmp_path):
                                                ("temperature", 0, "temperature must be > 0, got 0.0")])
 def test_reader_json_names_a_bad_temperature(tmp_path, entry, value, says):
     """A temperature that is not a positive number: one line naming reader.json and the value."""
-    import shutil
+    def edit(config):
+        config["classifier"][entry] = value
+        return config
 
-    from pi_table.vision.reader import models_dir
-
-    for f in models_dir().iterdir():
-        shutil.copy(f, tmp_path / f.name)
-    config = json.loads((tmp_path / "reader.json").read_text())
-    config["classifier"][entry] = value
-    (tmp_path / "reader.json").write_text(json.dumps(config))
     with pytest.raises(ValueError) as bad:
-        DiceReader(tmp_path)
+        DiceReader(models_copy(tmp_path, edit))
     assert str(bad.value) == f"{tmp_path / 'reader.json'} is not a reader's settings ({says})"
 
 
 def test_reader_json_names_a_bad_second_look(tmp_path):
-    import shutil
-
-    from pi_table.vision.reader import models_dir
-
-    for f in models_dir().iterdir():
-        shutil.copy(f, tmp_path / f.name)
-    config = json.loads((tmp_path / "reader.json").read_text())
-    (tmp_path / "reader.json").write_text(json.dumps({**config, "second_look": 3}))
     with pytest.raises(ValueError, match="second_look must be 1, 2 or 4, got 3"):
-        DiceReader(tmp_path)
+        DiceReader(models_copy(tmp_path, lambda config: {**config, "second_look": 3}))
 
 
 def test_a_malformed_reader_json_is_one_line_at_the_cli(tmp_path):
