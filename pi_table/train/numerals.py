@@ -82,26 +82,32 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def batch_stream(bank, targets, args):
-    """``--workers`` N > 0: a torch DataLoader of ``args.steps`` (Bx3xSxS float32 crops, B int64
-    class indices) batches of the ``bank``'s dice, cut and augmented as the training process
-    does with ``--workers 0``, in N processes: worker ``w`` makes steps ``w, w + N, ...`` with its
-    own generator seeded ``(seed, w)``, so the stream (and the model) differs from the in-process
-    one. On a GPU machine this keeps the GPU fed (about 16 ms a step on an H200 with 4 workers)."""
+def augmented_batches(bank, targets, args, rng, steps):
+    """One (Bx3xSxS float32 crops, B int64 class indices) torch batch per item of ``steps``: the
+    ``bank``'s dice picked by ``rng``, cut and augmented as the model trains on them."""
     import torch
 
     from pi_table.train import data as D
+
+    for _ in steps:
+        picks = rng.integers(0, len(bank), args.batch)
+        crops = [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment) for i in picks]
+        yield torch.from_numpy(D.chw_batch(crops)), torch.from_numpy(targets[picks])
+
+
+def batch_stream(bank, targets, args):
+    """``--workers`` N > 0: a torch DataLoader of ``args.steps`` :func:`augmented_batches`, made in
+    N processes: worker ``w`` makes steps ``w, w + N, ...`` with its own generator seeded
+    ``(seed, w)``, so the stream (and the model) differs from the in-process one. On a GPU
+    machine this keeps the GPU fed (about 16 ms a step on an H200 with 4 workers)."""
+    import torch
 
     class Batches(torch.utils.data.IterableDataset):
         def __iter__(self):
             info = torch.utils.data.get_worker_info()
             worker, workers = (info.id, info.num_workers) if info else (0, 1)
             rng = np.random.default_rng([args.seed, worker])
-            for _ in range(worker, args.steps, workers):
-                picks = rng.integers(0, len(bank), args.batch)
-                crops = [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment)
-                         for i in picks]
-                yield torch.from_numpy(D.chw_batch(crops)), torch.from_numpy(targets[picks])
+            return augmented_batches(bank, targets, args, rng, range(worker, args.steps, workers))
 
     return torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=args.workers, prefetch_factor=8)
 
@@ -207,14 +213,9 @@ def main(argv=None) -> int:
     net.train()
     losses, t0 = [], time.time()
 
-    def in_process():
-        for _ in range(args.steps):
-            picks = rng.integers(0, len(bank), args.batch)
-            crops = [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment)
-                     for i in picks]
-            yield batch_of(crops), torch.from_numpy(targets[picks])
-
-    for step, (x, y) in enumerate(batch_stream(bank, targets, args) if args.workers else in_process()):
+    stream = (batch_stream(bank, targets, args) if args.workers
+              else augmented_batches(bank, targets, args, rng, range(args.steps)))
+    for step, (x, y) in enumerate(stream):
         logits = net(x.to(args.device))
         loss = torch.nn.functional.cross_entropy(logits, y.to(args.device), label_smoothing=args.label_smoothing)
         optimise(opt, sched, loss, losses, step, args.steps, "numerals", t0)
