@@ -279,6 +279,11 @@ def test_training_smoke(tmp_path):
     assert len(valid) == 40 and not set(valid) & set(splits["folders"]["nellbyler-d6-tray"]["train"])
     trained = DiceReader(tmp_path)
     assert trained.classifier.refines  # the classifier exports its box head
+    from pi_table.train.nets import is_quantized
+
+    # int8 classifiers (7-bit weights: nets.quantize_int8), the detector float
+    assert all(is_quantized(tmp_path / f) for f in ("classifier.onnx", "classifier-2.onnx"))
+    assert not is_quantized(tmp_path / "detector.onnx")
     assert {"d8:*", "d10:*"} <= set(trained.classifier.classes) and trained.numerals is not None
     assert "d10-tens:90" in trained.classes and "d6:6" in trained.classes
     # the cocked-die model, trained after the reader (it reads splits.json and the classifier's crop)
@@ -341,6 +346,19 @@ def test_training_smoke(tmp_path):
     for name in ("detector.onnx", "classifier.onnx", "classifier-2.onnx"):
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / name).read_bytes(), name
     assert json.loads((tmp_path / "b" / "train-log.json").read_text())["detector_from"] == str(tmp_path)
+    # --float writes float classifiers; --calibrate-only quantises them with the crops training uses,
+    # into the very files the int8 run wrote
+    result = subprocess.run(again[:-2] + [str(tmp_path / "f"), "--smoke", "--det-from", str(tmp_path), "--float"],
+                            capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not is_quantized(tmp_path / "f" / "classifier.onnx")
+    assert (tmp_path / "f" / "classifier.onnx").stat().st_size > 3 * (tmp_path / "classifier.onnx").stat().st_size
+    result = subprocess.run(again[:-2] + [str(tmp_path / "f"), "--smoke", "--calibrate-only"], capture_output=True,
+                            text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "classifier-2.onnx: float weights quantised to int8" in result.stdout
+    for name in ("classifier.onnx", "classifier-2.onnx"):
+        assert (tmp_path / "f" / name).read_bytes() == (tmp_path / name).read_bytes(), name
     # ... and reads numbered and cocked dice with that folder's numeral and cocked-die models
     for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json"):
         assert (tmp_path / "b" / name).read_bytes() == (tmp_path / name).read_bytes(), name

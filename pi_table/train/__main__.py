@@ -4,7 +4,8 @@
     python3 -m pi_table.train --data ../shared/data/real --renders renders/train --out models/ --seed 0
     python3 -m pi_table.train --data ../shared/data/real --out /tmp/m --smoke     # a minute: checks the code
 
-Writes ``detector.onnx``, ``classifier.onnx`` (and ``classifier-2.onnx``... for ``--ensemble``),
+Writes ``detector.onnx``, ``classifier.onnx`` (and ``classifier-2.onnx``... for ``--ensemble``; int8
+weights unless ``--float``, :func:`quant_crops`),
 ``reader.json`` (settings the runtime reads),
 ``splits.json`` (which images were train / calib / valid, per data folder) and
 ``train-log.json`` into ``--out``. CPU only, deterministic for a given seed and thread count.
@@ -95,7 +96,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "measured by pi-table eval)")
     p.add_argument("--label-smoothing", type=float, default=0.02, help="the classifier's label smoothing (0..0.5)")
     p.add_argument("--calibrate-only", action="store_true", help="train nothing: fit the temperature and choose the "
-                   "thresholds again for the models in --out (trained with the same --data, --renders and --seed)")
+                   "thresholds again for the models in --out (trained with the same --data, --renders and --seed); "
+                   "float classifiers there are first quantised to int8, as training writes them (unless --float)")
+    p.add_argument("--float", action="store_true", help="write the classifiers with float32 weights (default: int8, "
+                   "a quarter of the size and faster on a CPU; see nets.quantize_int8)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
@@ -205,11 +209,14 @@ def main(argv=None) -> int:
     import torch
 
     from pi_table.train import data as D
-    from pi_table.train.nets import ClassifierNet, DetectorNet, export_classifier, export_detector
+    from pi_table.train.nets import ClassifierNet, DetectorNet, export_detector
     from pi_table.vision.dice import class_key
 
+    to_quantize = []  # --calibrate-only: float classifiers in --out, quantised before calibrating
     if args.calibrate_only:
         check_trained(args.out)  # before loading any data: a wrong --out fails at once
+        if not args.float:
+            to_quantize = float_classifiers(args.out)
     rng, started = start(args)
 
     # ---- data and splits
@@ -239,7 +246,8 @@ def main(argv=None) -> int:
         # matteop65 boxes a die's pips (a one's box is its pip): grow them to the die (GrabCut), as
         # every other source boxes dice; trained on pip boxes the detector finds lone pips as dice.
         t0 = time.time()
-        train_imgs = train_imgs if args.calibrate_only else [with_die_boxes(im) for im in train_imgs]
+        if not args.calibrate_only or to_quantize:  # quant_crops cuts training dice
+            train_imgs = [with_die_boxes(im) for im in train_imgs]
         calib_imgs = [with_die_boxes(im) for im in calib_imgs]
         log(f"pip boxes grown to die boxes in {time.time() - t0:.0f} s")
     splits_text = json.dumps({
@@ -248,11 +256,10 @@ def main(argv=None) -> int:
         "folders": {f: {k: [im.path.name for im in v] for k, v in s.items()} for f, s in splits.items()},
     }, indent=1) + "\n"
     calib_imgs += render_calib
-    if args.calibrate_only:
-        return recalibrate_only(args, calib_imgs, splits_text)
-    (args.out / "splits.json").write_text(splits_text)
-    log(f"train {len(train_imgs)} photos + {len(render_images)} renders (+ {len(cls_renders)} for the classifier), "
-        f"calib {len(calib_imgs)}; folders {trained}")
+    if not args.calibrate_only:
+        (args.out / "splits.json").write_text(splits_text)
+        log(f"train {len(train_imgs)} photos + {len(render_images)} renders (+ {len(cls_renders)} for the classifier), "
+            f"calib {len(calib_imgs)}; folders {trained}")
 
     # Pips are read here; a numbered die only by its shape (``d8:*``), its numeral by the numeral model.
     cls_kinds = {k.strip() for k in args.cls_render_kinds.split(",") if k.strip()}
@@ -280,6 +287,18 @@ def main(argv=None) -> int:
         return w / w.sum()
 
     weights = sample_weights(pool, len(render_images))
+
+    def int8_crops() -> list[np.ndarray]:
+        return quant_crops(dice_pool, dice_w, pool, image_of, boxes_of, args.crop_size, args.margin, args.seed)
+
+    dice_w = sample_weights([im for im, _ in dice_pool], len(render_images) + len(cls_renders))
+    if args.calibrate_only:
+        if to_quantize:
+            crops = int8_crops()
+            for name in to_quantize:
+                write_classifier(None, args.out / name, args, crops, source=args.out / name)
+                log(f"{name}: float weights quantised to int8")
+        return recalibrate_only(args, calib_imgs, splits_text)
     history: dict = {"classes": classes}
     # copy-paste draws from these: dice boxed whole (pip boxes only once grown)
     photo_dice = [(im, d) for im in train_imgs if under(im.folder, paste_from)
@@ -354,7 +373,6 @@ def main(argv=None) -> int:
     history["hard_negatives"] = len(mined)
 
     # ---- classifier
-    dice_w = sample_weights([im for im, _ in dice_pool], len(render_images) + len(cls_renders))
     pasted_side = 64  # canvas of a pasted crop, pixels, scaled to --crop-size after
 
     def pasted_crop(im, d):
@@ -437,7 +455,7 @@ def main(argv=None) -> int:
         history.setdefault("classifier_loss", curve)
         if member:
             history.setdefault("ensemble_loss", []).append(curve)
-        export_classifier(cls, args.out / cls_file, args.crop_size)
+        write_classifier(cls, args.out / cls_file, args, None if args.float else int8_crops())
     for stale in args.out.glob("classifier-*.onnx"):
         if stale.name not in cls_files:  # a member of an earlier, larger ensemble in this folder
             stale.unlink()
@@ -469,6 +487,63 @@ def main(argv=None) -> int:
     (args.out / "train-log.json").write_text(json.dumps(history, indent=1) + "\n")
     log(f"done in {time.time() - started:.0f} s; temperature {history['temperature']:.3f}; models in {args.out}")
     return 0
+
+
+def quant_crops(dice_pool, dice_w, pool, image_of, boxes_of, size: int, margin: float, seed: int,
+                batches: int = 16, batch: int = 32) -> list[np.ndarray]:
+    """The crops whose activation ranges set an int8 classifier's scales (:func:`pi_table.train.nets.quantize_int8`):
+    ``batches`` Nx3xSxS float32 RGB 0..1 batches of ``batch`` crops, cut as the reader cuts them
+    around a detector's box (:func:`pi_table.train.data.die_crop`, half the training jitter, no
+    photometric change), one in six a crop that is no die (``none``), the dice drawn with the
+    classifier's sampling weights ``dice_w``. From a generator of their own seeded by ``seed``,
+    so the same data give the same crops whether the classifier was just trained or is a float
+    model quantised by ``--calibrate-only``."""
+    from pi_table.train import data as D
+
+    rng = np.random.default_rng([seed, 8])
+    out = []
+    for _ in range(batches):
+        crops = []
+        while len(crops) < batch:
+            if rng.random() < 1 / 6:
+                im = pool[int(rng.integers(len(pool)))]
+                neg = D.negative_crop(image_of(im), boxes_of(im), rng, size, margin)
+                if neg is not None:
+                    crops.append(neg)
+                continue
+            im, d = dice_pool[int(rng.choice(len(dice_pool), p=dice_w))]
+            crops.append(D.die_crop(image_of(im), d.box, rng, size, margin, jitter=0.5).image)
+        out.append(D.chw_batch(crops))
+    return out
+
+
+def write_classifier(net, path: Path, args: argparse.Namespace, crops, source: Path | None = None) -> None:
+    """Write the classifier ``net`` (or the float ONNX model at ``source``) to ``path``: float32 when
+    ``crops`` is None, else int8 with activation ranges from ``crops`` (:func:`quant_crops`) and
+    7-bit weights (``reduce_range``: see :func:`pi_table.train.nets.quantize_int8`)."""
+    import tempfile
+
+    from pi_table.train.nets import export_classifier, quantize_int8
+
+    if crops is None:
+        export_classifier(net, path, args.crop_size)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        float_path = Path(tmp) / "float.onnx"
+        if source is None:
+            export_classifier(net, float_path, args.crop_size)
+        else:
+            shutil.copyfile(source, float_path)
+        quantize_int8(float_path, path, crops, reduce_range=True)
+
+
+def float_classifiers(out: Path) -> list[str]:
+    """The classifier files ``out/reader.json`` names whose weights are float (not yet quantised)."""
+    from pi_table.train.nets import is_quantized
+    from pi_table.vision.reader import model_files
+
+    config = json.loads((out / "reader.json").read_text())
+    return [name for name in model_files(config["classifier"]) if not is_quantized(out / name)]
 
 
 def check_trained(out: Path) -> None:

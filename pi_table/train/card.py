@@ -234,13 +234,19 @@ box and rejects those that are not dice.
                      f"({', '.join(cls_files)}), trained alike from seeds {config.get('seed', 0)} to "
                      f"{config.get('seed', 0) + len(cls_files) - 1}, whose logits and boxes the reader averages. Each is a small"
                      if len(cls_files) > 1 else "Small")
+    from pi_table.train.nets import is_quantized
+
+    cls_int8_text = (" Weights are int8 (per output channel, 7-bit: `reduce_range`, which x86 CPUs without VNNI need) "
+                     "and activations uint8: onnxruntime's static quantisation in QDQ format, scales from the activations "
+                     "of 512 training crops (`pi_table/train/__main__.py` `quant_crops`, `nets.quantize_int8`); `--float` "
+                     "keeps float32 weights." if all(is_quantized(args.models / f) for f in cls_files) else "")
     (args.models / "classifier.md").write_text(f"""# {' + '.join(cls_files)} — reads the top face of each die
 
 Size {sum(sizes[f] for f in cls_files) / 1e6:.2f} MB. {ensemble_text} CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32
 Nx3xSxS RGB 0..1; the crop is {cls['margin']} times the box's long side), output `logits` over
 {len(classes)} classes: {', '.join(classes)}{shape_text}{box_text} Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
 fitted on the calib split (Guo et al. 2017){shape_t_text}; a die below {config['threshold']} is reported `unreadable`;
-a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.{look_text}
+a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.{look_text}{cls_int8_text}
 
 {common}""")
     num = config.get("numerals")
