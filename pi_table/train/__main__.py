@@ -5,7 +5,7 @@
     python3 -m pi_table.train --data ../shared/data/real --out /tmp/m --smoke     # a minute: checks the code
 
 Writes ``detector.onnx``, ``classifier.onnx`` (and ``classifier-2.onnx``... for ``--ensemble``; int8
-weights unless ``--float``, :func:`quant_crops`),
+weights with ``--int8``, :func:`quant_crops`),
 ``reader.json`` (settings the runtime reads),
 ``splits.json`` (which images were train / calib / valid, per data folder) and
 ``train-log.json`` into ``--out``. CPU only, deterministic for a given seed and thread count.
@@ -97,9 +97,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--label-smoothing", type=float, default=0.02, help="the classifier's label smoothing (0..0.5)")
     p.add_argument("--calibrate-only", action="store_true", help="train nothing: fit the temperature and choose the "
                    "thresholds again for the models in --out (trained with the same --data, --renders and --seed); "
-                   "float classifiers there are first quantised to int8, as training writes them (unless --float)")
-    p.add_argument("--float", action="store_true", help="write the classifiers with float32 weights (default: int8, "
-                   "a quarter of the size and faster on a CPU; see nets.quantize_int8)")
+                   "with --int8, float classifiers there are first quantised as an --int8 run writes them")
+    p.add_argument("--int8", action="store_true", help="write the classifiers with int8 weights (7-bit), a quarter of "
+                   "the size and faster on a CPU (nets.quantize_int8; tried, not shipped: models/classifier.md)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
@@ -215,7 +215,7 @@ def main(argv=None) -> int:
     to_quantize = []  # --calibrate-only: float classifiers in --out, quantised before calibrating
     if args.calibrate_only:
         check_trained(args.out)  # before loading any data: a wrong --out fails at once
-        if not args.float:
+        if args.int8:
             to_quantize = float_classifiers(args.out)
     rng, started = start(args)
 
@@ -455,7 +455,7 @@ def main(argv=None) -> int:
         history.setdefault("classifier_loss", curve)
         if member:
             history.setdefault("ensemble_loss", []).append(curve)
-        write_classifier(cls, args.out / cls_file, args, None if args.float else int8_crops())
+        write_classifier(cls, args.out / cls_file, args, int8_crops() if args.int8 else None)
     for stale in args.out.glob("classifier-*.onnx"):
         if stale.name not in cls_files:  # a member of an earlier, larger ensemble in this folder
             stale.unlink()

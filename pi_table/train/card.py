@@ -238,8 +238,8 @@ box and rejects those that are not dice.
 
     cls_int8_text = (" Weights are int8 (per output channel, 7-bit: `reduce_range`, which x86 CPUs without VNNI need) "
                      "and activations uint8: onnxruntime's static quantisation in QDQ format, scales from the activations "
-                     "of 512 training crops (`pi_table/train/__main__.py` `quant_crops`, `nets.quantize_int8`); `--float` "
-                     "keeps float32 weights." if all(is_quantized(args.models / f) for f in cls_files) else "")
+                     "of 512 training crops (`pi_table/train/__main__.py` `quant_crops`, `nets.quantize_int8`; "
+                     "`--int8`)." if all(is_quantized(args.models / f) for f in cls_files) else "")
     (args.models / "classifier.md").write_text(f"""# {' + '.join(cls_files)} — reads the top face of each die
 
 Size {sum(sizes[f] for f in cls_files) / 1e6:.2f} MB. {ensemble_text} CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32
