@@ -412,6 +412,7 @@ def test_training_smoke(tmp_path):
     logged = json.loads((tmp_path / "train-log.json").read_text())
     assert "recalibrated" in logged and logged["threshold"] == json.loads((tmp_path / "reader.json").read_text())["threshold"]
     assert "shape_temperature" in logged  # fitted where a calib die tops at a numbered shape, else None
+    assert json.loads((tmp_path / "reader.json").read_text())["refine_unsure"] == logged["refine_unsure"] == 0
     at = recal.index("--calib-renders") + 1
     result = subprocess.run(recal[:at] + [str(tmp_path / "nowhere")] + recal[at + 1:], capture_output=True, text=True,
                             timeout=600, cwd=REPO)
@@ -614,6 +615,34 @@ def test_refine_unsure_reads_unsure_dice_again_from_the_placed_box_only():
     assert np.allclose(got_boxes[unsure[0]], placed_again[unsure[0]], atol=1e-3)
     reader.refine_unsure = 0  # off
     assert np.array_equal(reader.boxes_and_logits(image, boxes)[1], first)
+
+
+@pytest.mark.parametrize("with_refine", [False, True])
+def test_thresholds_are_chosen_without_the_refine_passes_reader_json_then_gets(tmp_path, monkeypatch, with_refine):
+    """Training's calibration: the temperatures from first reads, the thresholds chosen with the
+    unsure dice's refine passes off (on only with --thresholds-with-refine), and reader.json then
+    written with the passes asked for."""
+    from argparse import Namespace
+
+    import pi_table.train.__main__ as train
+
+    classes = ["d6:1", "d6:2", "none"]
+    rng = np.random.default_rng(0)
+    monkeypatch.setattr(train, "calib_logits", lambda models, images, cls: (rng.normal(size=(8, 3)), rng.integers(0, 3, 8)))
+    during = []
+
+    def choose(models, images, wrong_target):
+        during.append(json.loads((models / "reader.json").read_text())["refine_unsure"])
+        return {"threshold": 0.93}
+
+    monkeypatch.setattr(train, "choose_thresholds", choose)
+    config = {"classifier": {"classes": classes, "temperature": 1.0}, "threshold": 0.9, "refine_unsure": 2}
+    args = Namespace(refine_unsure=2, thresholds_with_refine=with_refine, second_look=4, threshold=None,
+                     wrong_target=0.003)
+    figures = train.calibrate_reader(tmp_path, config, [], args)
+    assert during == [2 if with_refine else 0]
+    written = json.loads((tmp_path / "reader.json").read_text())
+    assert written["refine_unsure"] == figures["refine_unsure"] == 2 and written["threshold"] == 0.93
 
 
 def models_copy(tmp_path, edit) -> Path:
