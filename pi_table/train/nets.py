@@ -190,7 +190,7 @@ def quantize_int8(src: Path, dst: Path, batches, reduce_range: bool = False) -> 
     [0, 1] whose activation ranges (min/max) set the scales; deterministic for the same
     batches. A quarter of the float model's size, and faster on CPU.
 
-    ``reduce_range``: weights in 7 bits (-64..63). An x86 CPU without VNNI multiplies uint8 by
+    ``reduce_range``: weights in 7 bits. An x86 CPU without VNNI multiplies uint8 by
     int8 in pairs summed into int16 (AVX2's ``vpmaddubsw``), which saturates when both are near
     full range: a first layer fed raw pixels (uint8 0..255, the whole range) then reads wrong
     (the die classifier quantised without it agreed with its float self on 96% of crops; with
