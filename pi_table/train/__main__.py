@@ -213,7 +213,7 @@ def main(argv=None) -> int:
     import torch
 
     from pi_table.train import data as D
-    from pi_table.train.nets import ClassifierNet, DetectorNet, export_detector
+    from pi_table.train.nets import ClassifierNet, DetectorNet, export_classifier, export_detector, export_int8, quantize_int8
     from pi_table.vision.dice import class_key
 
     to_quantize = []  # --calibrate-only: float classifiers in --out, quantised before calibrating
@@ -299,8 +299,8 @@ def main(argv=None) -> int:
     if args.calibrate_only:
         if to_quantize:
             crops = int8_crops()
-            for name in to_quantize:
-                write_classifier(None, args.out / name, args, crops, source=args.out / name)
+            for name in to_quantize:  # in place, with 7-bit weights (nets.quantize_int8's reduce_range)
+                quantize_int8(args.out / name, args.out / name, crops, reduce_range=True)
                 log(f"{name}: float weights quantised to int8")
         return recalibrate_only(args, calib_imgs, splits_text)
     history: dict = {"classes": classes}
@@ -404,6 +404,7 @@ def main(argv=None) -> int:
         return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
 
     cls_files = ["classifier.onnx"] + [f"classifier-{k + 1}.onnx" for k in range(1, args.ensemble)]
+    int8_batches = int8_crops() if args.int8 else None  # the same for every member (quant_crops' own generator)
     for member, cls_file in enumerate(cls_files):
         if args.member is not None and member != args.member - 1:
             continue
@@ -459,7 +460,10 @@ def main(argv=None) -> int:
         history.setdefault("classifier_loss", curve)
         if member:
             history.setdefault("ensemble_loss", []).append(curve)
-        write_classifier(cls, args.out / cls_file, args, int8_crops() if args.int8 else None)
+        if args.int8:  # 7-bit weights: nets.quantize_int8's reduce_range
+            export_int8(cls, args.out / cls_file, args.crop_size, int8_batches, reduce_range=True)
+        else:
+            export_classifier(cls, args.out / cls_file, args.crop_size)
     for stale in args.out.glob("classifier-*.onnx"):
         if stale.name not in cls_files:  # a member of an earlier, larger ensemble in this folder
             stale.unlink()
@@ -519,26 +523,6 @@ def quant_crops(dice_pool, dice_w, pool, image_of, boxes_of, size: int, margin: 
             crops.append(D.die_crop(image_of(im), d.box, rng, size, margin, jitter=0.5).image)
         out.append(D.chw_batch(crops))
     return out
-
-
-def write_classifier(net, path: Path, args: argparse.Namespace, crops, source: Path | None = None) -> None:
-    """Write the classifier ``net`` (or the float ONNX model at ``source``) to ``path``: float32 when
-    ``crops`` is None, else int8 with activation ranges from ``crops`` (:func:`quant_crops`) and
-    7-bit weights (``reduce_range``: see :func:`pi_table.train.nets.quantize_int8`)."""
-    import tempfile
-
-    from pi_table.train.nets import export_classifier, quantize_int8
-
-    if crops is None:
-        export_classifier(net, path, args.crop_size)
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        float_path = Path(tmp) / "float.onnx"
-        if source is None:
-            export_classifier(net, float_path, args.crop_size)
-        else:
-            shutil.copyfile(source, float_path)
-        quantize_int8(float_path, path, crops, reduce_range=True)
 
 
 def float_classifiers(out: Path) -> list[str]:

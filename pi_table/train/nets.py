@@ -216,6 +216,17 @@ def quantize_int8(src: Path, dst: Path, batches, reduce_range: bool = False) -> 
                         weight_type=QuantType.QInt8, activation_type=QuantType.QUInt8, reduce_range=reduce_range)
 
 
+def export_int8(net: nn.Module, path: Path, size: int, batches, reduce_range: bool = False) -> None:
+    """Write ``net`` as :func:`export_classifier` does, with int8 weights (:func:`quantize_int8` of
+    a temporary float export; ``batches`` and ``reduce_range`` as there)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        float_path = Path(tmp) / "float.onnx"
+        export_classifier(net, float_path, size)
+        quantize_int8(float_path, path, batches, reduce_range=reduce_range)
+
+
 def is_quantized(path: Path) -> bool:
     """True when the ONNX model at ``path`` holds quantized (QDQ) weights (:func:`quantize_int8`)."""
     import onnx

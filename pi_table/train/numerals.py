@@ -24,7 +24,6 @@ import argparse
 import json
 import math
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -177,7 +176,7 @@ def main(argv=None) -> int:
 
     from pi_table.train import data as D
     from pi_table.train.__main__ import load_folders, log, optimise, start
-    from pi_table.train.nets import NumeralNet, export_classifier, quantize_int8
+    from pi_table.train.nets import NumeralNet, export_classifier, export_int8
     from pi_table.vision.dice import class_key
     from pi_table.vision.reader import Classifier
 
@@ -228,10 +227,7 @@ def main(argv=None) -> int:
         qrng = np.random.default_rng(args.seed)
         batches = [batch_of([bank.sample(int(i), qrng, args.crop_size, args.margin, jitter=0.0)
                              for i in qrng.integers(0, len(bank), 32)]).numpy() for _ in range(16)]
-        with tempfile.TemporaryDirectory() as tmp:
-            float_path = Path(tmp) / "numerals-float.onnx"
-            export_classifier(net, float_path, args.crop_size)
-            quantize_int8(float_path, path, batches)
+        export_int8(net, path, args.crop_size, batches)
         log(f"numerals: int8 weights, {path.stat().st_size / 1e6:.2f} MB")
     # ---- temperature and accuracy on the held-out renders, through the runtime classifier
     model = Classifier(path, classes, 1.0, args.crop_size, args.margin, threads=args.threads)
