@@ -435,6 +435,12 @@ def test_training_smoke(tmp_path):
                             timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--calibrate-only: no classifier-2.onnx" in result.stderr
     assert "Traceback" not in result.stderr
+    (lacking / "classifier-2.onnx").write_text("not a model")  # a corrupt member: named, before any data is loaded
+    for extra in ([], ["--int8"]):
+        result = subprocess.run(recal[:-2] + ["--out", str(lacking), "--calibrate-only", *extra], capture_output=True,
+                                text=True, timeout=600, cwd=REPO)
+        assert result.returncode == 2 and f"{lacking / 'classifier-2.onnx'} is not an ONNX model" in result.stderr
+        assert "Traceback" not in result.stderr
     (lacking / "reader.json").write_text("{not json")
     result = subprocess.run(recal[:-2] + ["--out", str(lacking), "--calibrate-only"], capture_output=True, text=True,
                             timeout=600, cwd=REPO)

@@ -536,7 +536,8 @@ def float_classifiers(out: Path) -> list[str]:
 
 def check_trained(out: Path) -> None:
     """For ``--calibrate-only``: ``out`` holds ``reader.json``, ``splits.json`` and every model
-    file ``reader.json`` names (each member of a classifier ensemble too). Otherwise one line
+    file ``reader.json`` names (each member of a classifier ensemble too), each an ONNX model
+    that loads. Otherwise one line
     naming what is missing or malformed, and exit 2 (SystemExit)."""
     from pi_table.vision.reader import model_files
 
@@ -553,9 +554,15 @@ def check_trained(out: Path) -> None:
         names = [name for entry in entries for name in model_files(entry)]
     except (ValueError, KeyError, TypeError) as e:
         refuse(f"{out / 'reader.json'} is not a reader's settings ({type(e).__name__}: {e})")
+    import onnx
+
     for name in names:
         if not (out / name).is_file():
             refuse(f"no {name} in {out}")
+        try:
+            onnx.load(str(out / name))
+        except Exception as e:  # truncated or not a model: protobuf's DecodeError and kin
+            refuse(f"{out / name} is not an ONNX model ({type(e).__name__})")
 
 
 def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Namespace) -> dict:
