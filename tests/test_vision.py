@@ -412,7 +412,7 @@ def test_training_smoke(tmp_path):
     logged = json.loads((tmp_path / "train-log.json").read_text())
     assert "recalibrated" in logged and logged["threshold"] == json.loads((tmp_path / "reader.json").read_text())["threshold"]
     assert "shape_temperature" in logged  # fitted where a calib die tops at a numbered shape, else None
-    assert json.loads((tmp_path / "reader.json").read_text())["refine_unsure"] == logged["refine_unsure"] == 0
+    assert json.loads((tmp_path / "reader.json").read_text())["refine_unsure"] == logged["refine_unsure"] == 1  # default
     at = recal.index("--calib-renders") + 1
     result = subprocess.run(recal[:at] + [str(tmp_path / "nowhere")] + recal[at + 1:], capture_output=True, text=True,
                             timeout=600, cwd=REPO)

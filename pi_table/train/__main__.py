@@ -82,11 +82,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
     p.add_argument("--second-look", type=int, default=4, choices=(1, 2, 4), help="views averaged for a die below the "
                    "threshold at run time (reader.json; 1 for none): its crop turned by quarter turns")
-    p.add_argument("--refine-unsure", type=int, default=0, choices=(0, 1, 2, 3),
+    p.add_argument("--refine-unsure", type=int, default=1, choices=(0, 1, 2, 3),
                    help="passes that read a die below the threshold again from the box the box head placed "
-                        "(reader.json's refine_unsure, at run time; default 0, none: tried with 1 and not shipped, "
-                        "models/classifier.md). The thresholds are chosen without them, so a re-cut die turns ok "
-                        "only by clearing the same bar")
+                        "(reader.json's refine_unsure, at run time; default 1, as shipped: models/classifier.md, "
+                        "'Refine the unsure'; 0 for none). The thresholds are chosen without them, so a re-cut die "
+                        "turns ok only by clearing the same bar")
     p.add_argument("--thresholds-with-refine", action="store_true",
                    help="choose the thresholds with --refine-unsure on, as it runs (tried, not shipped: it chose "
                         "lower d8 and d10 thresholds that let more wrong numerals through; models/classifier.md)")

@@ -48,8 +48,8 @@
    die below its threshold is cut again around the box the classifier's box head placed and read
    again, as ``refine`` does for every die (which doubles the classifier's cost). A detector's box
    off a close-up's die, its top face alone or a die and its shadow, is read from a crop that is
-   off too; sure dice, nearly all of a tray's, keep their one read. Off in the shipped
-   ``reader.json``: tried and not shipped (models/classifier.md, "Refine the unsure").
+   off too; sure dice, nearly all of a tray's, keep their one read. One pass in the shipped
+   ``reader.json`` (models/classifier.md, "Refine the unsure": how it was tested before it shipped).
 
 5. **Cocked** (``models/cocked.onnx``, when ``reader.json`` has ``cocked``): a small CNN on
    each die's crop gives the calibrated chance that it does not lie flat; at or above
