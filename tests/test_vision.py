@@ -87,6 +87,52 @@ def test_labelled_folders(tmp_path):
         load_yolo(tmp_path / "none")
 
 
+def test_label_fixes_change_a_face_and_box_add_a_die_and_refuse_a_changed_line(tmp_path):
+    from pi_table.vision.dataset import load_label_fixes, with_label_fixes
+
+    folder = tmp_path / "set"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.jpg"), np.zeros((100, 100, 3), np.uint8))
+    (folder / "labels" / "a.txt").write_text("0 0.2 0.2 0.1 0.1\n\n1 0.6 0.6 0.2 0.2\n")
+    fixes_path = tmp_path / "fixes.json"
+    fixes_path.write_text(json.dumps({"fixes": [
+        {"folder": "set", "image": "a.jpg", "line": 3, "was": "1  0.6 0.6 0.2 0.2", "face": "3", "box": [48, 48, 72, 72]},
+        {"folder": "set", "image": "a.jpg", "face": "5", "box": [80, 10, 95, 25]},
+        {"folder": "other", "image": "a.jpg", "face": "6", "box": [1, 1, 5, 5]},
+    ]}))
+    [im] = load_yolo(folder)
+    fixed, applied = with_label_fixes(im, load_label_fixes(fixes_path))
+    assert applied == 2
+    assert [(d.face, d.box) for d in fixed.dice] == [("1", pytest.approx((15, 15, 25, 25))),
+                                                     ("3", (48, 48, 72, 72)), ("5", (80, 10, 95, 25))]
+    (folder / "labels" / "a.txt").write_text("0 0.2 0.2 0.1 0.1\n\n2 0.6 0.6 0.2 0.2\n")  # the labels changed
+    with pytest.raises(ValueError, match="a.txt line 3"):
+        with_label_fixes(load_yolo(folder)[0], load_label_fixes(fixes_path))
+    for bad in ({"folder": "set", "image": "a.jpg", "face": "2"},  # an added die needs its box
+                {"folder": "set", "image": "a.jpg", "line": 1, "face": "2"},  # a changed line needs its text
+                {"folder": "set", "image": "a.jpg", "face": "2", "box": [5, 5, 1, 1]}):
+        fixes_path.write_text(json.dumps({"fixes": [bad]}))
+        with pytest.raises(ValueError, match="malformed label fix 0"):
+            load_label_fixes(fixes_path)
+
+
+def test_shipped_label_fixes_match_the_published_labels():
+    """Every fix names a photo of ../shared and a label line that still holds the text it was checked against."""
+    from pi_table.vision.dataset import load_label_fixes, with_label_fixes
+
+    real = need_shared()
+    fixes = load_label_fixes()
+    assert fixes and all(f.why for f in fixes)
+    applied = 0
+    for im in load_yolo(real):
+        fixed, n = with_label_fixes(im, fixes)
+        applied += n
+        assert len(fixed.dice) == len(im.dice) + sum(1 for f in fixes if f.line is None
+                                                     and (f.folder, f.image) == (im.folder, im.path.name))
+    assert applied == len(fixes)
+
+
 def test_crop_labels(tmp_path):
     assert parse_crop_label("4") == ("d6", "4")
     assert parse_crop_label("d8_7") == ("d8", "7")
@@ -181,6 +227,7 @@ def test_cli_read_notes_kinds_it_cannot_read():
     (("eval", str(REPO / "tests" / "fixtures"), "--border", "0"), "--border must be 1..4, got 0.0"),
     (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md" / "x")), "README.md/x"),
     (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md")), "README.md"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--crop", "--fixed-labels"), "--fixed-labels"),
     (("eval", str(DEMO), "--sweep", "0.5,x"), "'x'"),
     (("eval", str(DEMO), "--sweep", "0.5,1.5"), "1.5"),
 ])
@@ -198,6 +245,29 @@ def test_cli_eval_on_shared_data():
     s = data["all"]
     assert s["images"] == 8 and s["dice"] > 8
     assert 0 <= s["ece"] <= 1 and s["recall"] > 0.6 and s["read_right"] > 0.6  # a broken-pipeline floor; figures in models/*.md
+
+
+def test_cli_eval_fixed_labels_scores_the_corrected_labels(tmp_path):
+    """Two photos whose labels miss a die and give a wrong face (label_fixes.json): scored as
+    published and with --fixed-labels."""
+    import shutil
+
+    real = need_shared()
+    folder = tmp_path / "matteop65-d6-desk" / "Valid"  # the data folder's name, which the fixes go by
+    for sub in ("images", "labels"):
+        (folder / sub).mkdir(parents=True)
+    for name in ("valid_9", "valid_56"):
+        shutil.copy(real / "matteop65-d6-desk" / "Valid" / "images" / f"{name}.jpg", folder / "images")
+        shutil.copy(real / "matteop65-d6-desk" / "Valid" / "labels" / f"{name}.txt", folder / "labels")
+    runs = {}
+    for extra in ((), ("--fixed-labels",)):
+        result = cli("eval", str(folder), "--json", "--threads", "1", *extra)
+        assert result.returncode == 0, result.stderr
+        runs[extra] = json.loads(result.stdout)
+    plain, fixed = runs[()], runs[("--fixed-labels",)]
+    assert plain["label_fixes"] == 0 and fixed["label_fixes"] == 2 and fixed["fixed_labels"]
+    assert fixed["all"]["dice"] == plain["all"]["dice"] + 1
+    assert fixed["all"]["counts"]["false_dice"] < plain["all"]["counts"]["false_dice"]
 
 
 def test_cli_eval_sweep_rescores_the_same_reads():

@@ -375,6 +375,89 @@ def with_die_boxes(labelled: LabelledImage, image=None) -> LabelledImage:
     return replace(labelled, dice=tuple(replace(d, box=grown[i]) for i, d in enumerate(labelled.dice)))
 
 
+#: Corrections to the published labels of ../shared/data/real, each checked by eye on its photo
+#: (``pi-table eval --fixed-labels``; the file says how they were found).
+LABEL_FIXES = Path(__file__).with_name("label_fixes.json")
+
+
+@dataclass(frozen=True)
+class LabelFix:
+    """One correction to a published label (:data:`LABEL_FIXES`).
+
+    In data folder ``folder`` ("nellbyler-d6-tray", as :func:`folder_label` names it), photo
+    ``image`` ("IMG_1.jpg"): the die on label line ``line`` (1-based) whose published text is
+    ``was`` gets ``face`` ("3"; None keeps it) and ``box`` (x0, y0, x1, y1, pixels, the whole die;
+    None keeps it); with ``line`` None, a die the labels leave out is added (``face`` and ``box``
+    both given). ``why``: what the photo shows.
+    """
+
+    folder: str
+    image: str
+    line: int | None
+    was: str | None
+    face: str | None
+    box: tuple[float, float, float, float] | None
+    why: str
+
+
+def load_label_fixes(path: Path = LABEL_FIXES) -> list[LabelFix]:
+    """The label fixes in ``path`` (JSON ``{"fixes": [...]}``, see :class:`LabelFix`).
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: a malformed entry (naming the file and its index).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no label fixes file {path}")
+    fixes = []
+    for i, e in enumerate(json.loads(path.read_text()).get("fixes", [])):
+        try:
+            line = None if e.get("line") is None else int(e["line"])
+            box = None if e.get("box") is None else tuple(float(v) for v in e["box"])
+            fix = LabelFix(str(e["folder"]), str(e["image"]), line, e.get("was"),
+                           None if e.get("face") is None else str(e["face"]), box, str(e.get("why", "")))
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"malformed label fix {i} in {path}: {e!r}") from None
+        if (box is not None and (len(box) != 4 or box[2] <= box[0] or box[3] <= box[1])) \
+                or (line is None and (box is None or fix.face is None)) \
+                or (line is not None and (line < 1 or fix.was is None or (box is None and fix.face is None))):
+            raise ValueError(f"malformed label fix {i} in {path}: {e!r}")
+        fixes.append(fix)
+    return fixes
+
+
+def with_label_fixes(labelled: LabelledImage, fixes: list[LabelFix]) -> tuple[LabelledImage, int]:
+    """``labelled`` with the ``fixes`` for its photo applied (after :func:`with_die_boxes`: a
+    fix's box is the whole die's), and how many applied.
+
+    Raises:
+        ValueError: a fix names a label line that does not hold its ``was`` text (the labels
+            changed since the fix was checked), naming the file and line.
+    """
+    from dataclasses import replace
+
+    mine = [f for f in fixes if f.folder == labelled.folder and f.image == labelled.path.name]
+    if not mine:
+        return labelled, 0
+    label_path = labelled.path.parent.parent / "labels" / (labelled.path.stem + ".txt")
+    lines = label_path.read_text().splitlines() if label_path.is_file() else []
+    die_of_line = {}  # 1-based line -> index in labelled.dice (load_yolo skips blank lines)
+    for n, line in enumerate(lines, 1):
+        if line.split():
+            die_of_line[n] = len(die_of_line)
+    dice = list(labelled.dice)
+    for f in mine:
+        if f.line is None:
+            dice.append(LabelledDie(dice[0].kind if dice else "d6", f.face, f.box))
+            continue
+        if f.line not in die_of_line or lines[f.line - 1].split() != f.was.split():
+            raise ValueError(f"label fix for {label_path} line {f.line}: expected {f.was!r}, "
+                             f"found {lines[f.line - 1] if f.line <= len(lines) else 'no such line'!r}")
+        i = die_of_line[f.line]
+        dice[i] = replace(dice[i], face=f.face or dice[i].face, box=f.box or dice[i].box)
+    return replace(labelled, dice=tuple(dice)), len(mine)
+
+
 def is_calib_render(name: str) -> bool:
     """True for the one render in 20 (by md5 of its file ``name``) that training keeps out of
     every rendered folder it reads: the temperatures and thresholds are fitted on these."""

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.vision.dataset import (LabelledImage, is_calib_render, is_rendered, load_crops, load_yolo,
-                                     with_die_boxes)
+                                     with_die_boxes, with_label_fixes)
 from pi_table.vision.dice import KINDS
 from pi_table.vision.reader import DiceReader, crop_die, inside_share, iou, load_image
 
@@ -334,16 +334,22 @@ def split_names(models: Path, part: str) -> dict[str, set[str]] | None:
 
 
 def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limit: int | None = None,
-                    die_boxes: bool = True, calib: bool = False) -> list[LabelledImage]:
+                    die_boxes: bool = True, calib: bool = False, fixes=None) -> tuple[list[LabelledImage], int]:
     """The labelled images under ``root`` to score; ``held_out`` keeps only the reader's valid split,
     ``calib`` only its calib split (photos: ``splits.json``'s calib names; renders: the one in 20
     training keeps out, :func:`pi_table.vision.dataset.is_calib_render`, which is the calib split
     of the rendered folders training read), on which the temperatures and thresholds were fitted.
     With ``die_boxes`` the boxes of folders that label pips (matteop65's) are grown to the whole
-    die first (:func:`pi_table.vision.dataset.with_die_boxes`), as the reader boxes dice.
+    die first (:func:`pi_table.vision.dataset.with_die_boxes`), as the reader boxes dice. ``fixes``
+    (:func:`pi_table.vision.dataset.load_label_fixes`) are then applied to the labels
+    (``eval --fixed-labels``).
+
+    Returns:
+        (the images, how many of ``fixes`` applied to them).
 
     Raises:
-        FileNotFoundError / ValueError: no such folder, no labelled images (names the path).
+        FileNotFoundError / ValueError: no such folder, no labelled images (names the path); a fix
+        whose label line changed (:func:`pi_table.vision.dataset.with_label_fixes`).
     """
     images = load_yolo(root)
     if held_out:
@@ -360,19 +366,25 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
         if not images:
             raise ValueError(f"no calib images of the shipped model under {root}")
     images = images[:limit] if limit else images
-    return [with_die_boxes(im) for im in images] if die_boxes else images
+    images = [with_die_boxes(im) for im in images] if die_boxes else images
+    applied = 0
+    for i, im in enumerate(images if fixes else []):
+        images[i], n = with_label_fixes(im, fixes)
+        applied += n
+    return images, applied
 
 
 def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None,
              sweep=(), die_boxes: bool = True, calib: bool = False, misses: list | None = None,
-             border: float = 1.0) -> dict:
+             border: float = 1.0, fixes=None) -> dict:
     """Score every labelled image under ``root``; ``held_out`` keeps only the valid split, ``calib``
     only the calib split (:func:`labelled_images`);
     ``die_boxes`` as in :func:`labelled_images` (False: the boxes as labelled); with a ``misses``
     list, every die not read right and every false die is appended to it (:class:`Miss`); ``border``
-    (1..4) reads each image set in a plain border that many times its size (:func:`in_border`).
+    (1..4) reads each image set in a plain border that many times its size (:func:`in_border`);
+    ``fixes``: label fixes to apply (:func:`labelled_images`).
 
-    Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json()}``, and with
+    Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json(), "label_fixes": applied}``, and with
     thresholds in ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` (``all`` too, and
     ``"NAME: KIND"`` for each die kind of a folder holding several).
 
@@ -383,11 +395,13 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
         raise ValueError(f"--border must be 1..4, got {border}")
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
-    for labelled in labelled_images(reader, root, held_out, limit, die_boxes, calib):
+    images, applied = labelled_images(reader, root, held_out, limit, die_boxes, calib, fixes)
+    for labelled in images:
         s = score_image(reader, labelled, kinds, misses, border)
         per_folder[labelled.folder].add(s)
         total.add(s)
-    result = {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
+    result = {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json(),
+              "label_fixes": applied}
     if len(sweep):
         result["sweep"] = {}
         for name, score in [*sorted(per_folder.items()), ("all", total)]:
@@ -399,7 +413,7 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
 
 
 def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None, held_out: bool = False,
-                       limit: int | None = None, die_boxes: bool = True) -> dict:
+                       limit: int | None = None, die_boxes: bool = True, fixes=None) -> dict:
     """Score ``read --crop`` on crops cut from labelled photos: each die as a square ``margin``
     times its box's long side, at the photo's resolution (1.0 tight, 1.8 loose framing).
 
@@ -413,22 +427,25 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
         crop = crop_die(image, die.box, max(8, round(max(x1 - x0, y1 - y0) * margin)), margin)
         return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked)
 
-    return _each_die(reader, root, held_out, limit, die_boxes, score)
+    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
 
 
-def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None, die_boxes: bool, score) -> dict:
-    """``score(image, name, die) -> Score`` for every labelled die under ``root`` (images as
-    :func:`labelled_images` picks them), summed per data folder and in all, as :func:`evaluate`
-    returns them."""
+def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None, die_boxes: bool, score,
+              fixes=None) -> dict:
+    """``score(image, name, die) -> Score`` for every labelled die under ``root`` (images and
+    ``fixes`` as :func:`labelled_images` takes them), summed per data folder and in all, as
+    :func:`evaluate` returns them."""
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
-    for labelled in labelled_images(reader, root, held_out, limit, die_boxes):
+    images, applied = labelled_images(reader, root, held_out, limit, die_boxes, fixes=fixes)
+    for labelled in images:
         image = load_image(labelled.path)
         for die in labelled.dice:
             s = score(image, labelled.path.name, die)
             per_folder[labelled.folder].add(s)
             total.add(s)
-    return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json()}
+    return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json(),
+            "label_fixes": applied}
 
 
 def close_up(image: np.ndarray, box, frame: float, side: int = CLOSE_UP_SIDE) -> tuple[np.ndarray, tuple]:
@@ -457,7 +474,7 @@ def close_up(image: np.ndarray, box, frame: float, side: int = CLOSE_UP_SIDE) ->
 
 
 def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None, held_out: bool = False,
-                       limit: int | None = None, die_boxes: bool = True) -> dict:
+                       limit: int | None = None, die_boxes: bool = True, fixes=None) -> dict:
     """Score ``read`` on close-ups of single dice (``eval --close-ups FRAME``): each labelled die
     of the photos under ``root`` cut out with ``frame`` times its box around it and scaled to a
     1500-pixel long side (:func:`close_up`; the die fills 1/``frame`` of the picture, as when a
@@ -489,7 +506,7 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
                 counts.false_dice += 1
         return _one_die(die.kind, counts)
 
-    return _each_die(reader, root, held_out, limit, die_boxes, score)
+    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
 
 
 def _one_die(kind: str, counts: Score) -> Score:
@@ -625,6 +642,9 @@ def format_report(result: dict) -> str:
     if result.get("boxes", "die") == "die":
         lines.append("boxes: the labels of folders that box a die's pips (matteop65's) are grown to the whole die "
                      "(GrabCut) before matching; --boxes as-labelled matches them as they are")
+    if result.get("fixed_labels"):
+        lines.append(f"labels: {result.get('label_fixes', 0)} checked correction(s) of pi_table/vision/label_fixes.json "
+                     "applied (--fixed-labels); without it the labels are scored as published")
     if "sweep" in result:
         lines.append("\nthreshold sweep (the same reads, unreadable cut at each threshold)")
         lines.append(f"{'folder':34} {'threshold':>9} {'right':>8} {'wrong@ok':>9} {'unread.':>8}")
