@@ -337,10 +337,12 @@ def test_training_smoke(tmp_path):
               "--backgrounds", "", "--workers", "1"],
              ["pi_table.train.numerals", "--renders", str(renders), "--valid", str(renders), "--out", str(tmp_path),
               "--smoke"],
-             ["pi_table.train", "--data", str(real), "--renders", str(renders), "--out", str(tmp_path), "--smoke"]]
+             ["pi_table.train", "--data", str(real), "--renders", str(renders), "--out", str(tmp_path), "--smoke",
+              "--fixed-labels"]]
     for step in steps:
         result = subprocess.run([sys.executable, "-m", *step], capture_output=True, text=True, timeout=600, cwd=REPO)
         assert result.returncode == 0, result.stderr[-2000:]
+    assert "label fixes applied: " in result.stdout + result.stderr  # --fixed-labels ran
     # --valid scores the numeral model per kind (here on its own renders: a check of the code)
     scored = json.loads((tmp_path / "numerals-log.json").read_text())["valid_right"]
     assert set(scored) == {"d8", "d10", "d10-tens"} and all(0 <= v["right"] <= 1 and v["dice"] > 0 for v in scored.values())

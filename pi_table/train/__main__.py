@@ -26,7 +26,7 @@ import numpy as np
 
 from pi_table.train import refuse_bad_options
 from pi_table.train.numerals import NUMBERED, fit_temperature
-from pi_table.vision.dataset import boxes_pips, is_calib_render, with_die_boxes
+from pi_table.vision.dataset import boxes_pips, is_calib_render, load_label_fixes, with_die_boxes, with_label_fixes
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -78,6 +78,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--pip-boxes", choices=("grow", "keep"), default="grow", help="labels of folders that box a die's "
                    "pips (pi_table.vision.dataset.PIP_BOX_FOLDERS: matteop65's) are grown to the whole die by GrabCut "
                    "(grow), or trained on as labelled (keep)")
+    p.add_argument("--fixed-labels", action="store_true", help="train and calibrate on the labels with the kit's checked "
+                   "corrections applied (pi_table/vision/label_fixes.json; as pi-table eval --fixed-labels)")
     p.add_argument("--box-weight", type=float, default=1.0, help="weight of the classifier's box-refinement loss")
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
     p.add_argument("--second-look", type=int, default=4, choices=(1, 2, 4), help="views averaged for a die below the "
@@ -254,6 +256,14 @@ def main(argv=None) -> int:
             train_imgs = [with_die_boxes(im) for im in train_imgs]
         calib_imgs = [with_die_boxes(im) for im in calib_imgs]
         log(f"pip boxes grown to die boxes in {time.time() - t0:.0f} s")
+    if args.fixed_labels:  # after growing: a fix's box is the whole die's
+        fixes = load_label_fixes()
+        applied = []
+        for imgs in (train_imgs, calib_imgs):
+            pairs = [with_label_fixes(im, fixes) for im in imgs]
+            imgs[:] = [im for im, _ in pairs]
+            applied.append(sum(n for _, n in pairs))
+        log(f"label fixes applied: {applied[0]} to training photos, {applied[1]} to calib photos")
     splits_text = json.dumps({
         "seed": args.seed,
         "trained_on": [f for f in trained if splits[f]["train"]] + (["renders"] if render_images else []),
