@@ -193,7 +193,7 @@ class Service:
         if reader is None:
             from pi_table.vision import DiceReader
 
-            reader = DiceReader(threads=1)
+            reader = DiceReader(threads=0)  # all cores; their threads sleep between runs (reader.py _session)
         self.reader = reader
         self.panel = panel if panel is not None else Panel(
             settings.pins, on_spend=self._button(lambda: self.add_tension(-1)),

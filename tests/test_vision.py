@@ -133,6 +133,16 @@ def test_shipped_label_fixes_match_the_published_labels():
     assert applied == len(fixes)
 
 
+def test_sessions_do_not_spin_between_runs():
+    """The reader's sessions run one after another: their pool threads sleep between runs
+    (spinning ones took the cores from the next session: reader.py ``_session``)."""
+    from pi_table.vision.reader import _session
+
+    options = _session(REPO / "models" / "detector.onnx", 2).get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    assert options.intra_op_num_threads == 2
+
+
 def test_crop_labels(tmp_path):
     assert parse_crop_label("4") == ("d6", "4")
     assert parse_crop_label("d8_7") == ("d8", "7")

@@ -166,7 +166,16 @@ class Detection:
 
 
 def _session(path: Path, threads: int):
-    """An onnxruntime session of ``path``; FileNotFoundError naming a missing model file."""
+    """An onnxruntime session of ``path`` on ``threads`` intra-op threads (0: all cores), its
+    pool's threads sleeping between runs; FileNotFoundError naming a missing model file.
+
+    The reader runs up to five sessions one after another on each frame. onnxruntime's pool
+    threads spin on the CPU after a run by default ("session.intra_op.allow_spinning",
+    onnxruntime's "Thread management" guide), and a session's spinning threads took the cores
+    from the next session's run: on this 2-core machine a 20-dice frame on both cores took
+    about 150 ms with spinning and about 50 ms without (one core: about 70-80 ms, the same
+    run; ``pi-table bench`` gives the figures of the day).
+    """
     import onnxruntime as ort
 
     if not Path(path).is_file():
@@ -178,6 +187,7 @@ def _session(path: Path, threads: int):
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
