@@ -92,6 +92,11 @@ def _image_size(path: Path) -> tuple[int, int]:
     return image.shape[1], image.shape[0]
 
 
+def label_file(image_path: Path) -> Path:
+    """The YOLO label file of ``image_path``: ``DIR/images/NAME.jpg`` -> ``DIR/labels/NAME.txt``."""
+    return image_path.parent.parent / "labels" / (image_path.stem + ".txt")
+
+
 def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]:
     """All labelled images at or under ``root``, sorted by path.
 
@@ -110,7 +115,7 @@ def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]
         for image_path in sorted((folder / "images").iterdir()):
             if image_path.suffix.lower() not in IMAGE_SUFFIXES:
                 continue
-            label_path = folder / "labels" / (image_path.stem + ".txt")
+            label_path = label_file(image_path)
             if not label_path.is_file():
                 continue
             width, height = _image_size(image_path)
@@ -439,7 +444,7 @@ def with_label_fixes(labelled: LabelledImage, fixes: list[LabelFix]) -> tuple[La
     mine = [f for f in fixes if f.folder == labelled.folder and f.image == labelled.path.name]
     if not mine:
         return labelled, 0
-    label_path = labelled.path.parent.parent / "labels" / (labelled.path.stem + ".txt")
+    label_path = label_file(labelled.path)
     lines = label_path.read_text().splitlines() if label_path.is_file() else []
     die_of_line = {}  # 1-based line -> index in labelled.dice (load_yolo skips blank lines)
     for n, line in enumerate(lines, 1):

@@ -172,9 +172,9 @@ def _session(path: Path, threads: int):
     The reader runs up to five sessions one after another on each frame. onnxruntime's pool
     threads spin on the CPU after a run by default ("session.intra_op.allow_spinning",
     onnxruntime's "Thread management" guide), and a session's spinning threads took the cores
-    from the next session's run: on this 2-core machine a 20-dice frame on both cores took
-    about 150 ms with spinning and about 50 ms without (one core: about 70-80 ms, the same
-    run; ``pi-table bench`` gives the figures of the day).
+    from the next session's run: on this 2-core machine ``pi-table bench`` read a 20-dice frame
+    on both cores in 126 ms with spinning and 50 to 64 ms without, two rounds each, minutes apart
+    (one core, which has no pool threads: 75 to 86 ms either way; models/classifier.md, "Speed").
     """
     import onnxruntime as ort
 
