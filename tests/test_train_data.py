@@ -74,6 +74,63 @@ def test_paste_sample_keeps_dice_apart_and_labelled():
                 assert inner.mean() > 150
 
 
+def pip_die(size=60, body=(245, 245, 245), pip=(20, 20, 20)) -> np.ndarray:
+    """A die seen from above: a square body with a five's pips, on a mid-grey ground."""
+    image = np.full((size, size, 3), 120, np.uint8)
+    image[10:50, 10:50] = body
+    for x, y in ((18, 18), (42, 18), (30, 30), (18, 42), (42, 42)):
+        cv2.circle(image, (x, y), 4, pip, -1)
+    return image
+
+
+def test_recolour_die_keeps_the_pips_and_changes_the_colours():
+    image = pip_die()
+    rng = np.random.default_rng(3)
+    grey = lambda c: float(np.asarray(c, np.float64) @ [0.114, 0.587, 0.299])
+    pips = np.zeros(image.shape[:2], bool)
+    for x, y in ((18, 18), (42, 18), (30, 30), (18, 42), (42, 42)):
+        pips[y - 2 : y + 3, x - 2 : x + 3] = True
+    body = np.zeros_like(pips)
+    body[12:48, 12:48] = True
+    body &= ~cv2.dilate(pips.astype(np.uint8), np.ones((7, 7), np.uint8)).astype(bool)
+    colours = set()
+    for _ in range(20):
+        out = D.recolour_die(image, 40, rng)
+        assert out.shape == image.shape and out.dtype == np.uint8
+        pip_colour, body_colour = out[pips].mean(axis=0), out[body].mean(axis=0)
+        # one flat colour each, at least 0.35 of the grey scale apart (either way round)
+        assert out[pips].std(axis=0).max() < 3 and out[body].std(axis=0).max() < 3
+        assert abs(grey(body_colour) - grey(pip_colour)) >= 0.35 * 255 - 2
+        colours.add(tuple(np.round(body_colour / 32).astype(int)))
+    assert len(colours) >= 10  # new colours each time, not one tint
+
+
+def test_paste_die_recolour_zero_draws_nothing_more():
+    """--recolour 0 (the default) must leave the random stream, so the shipped recipe's models, as they were."""
+    image = pip_die()
+    streams = []
+    for recolour in (None, 0.0):
+        rng = np.random.default_rng(5)
+        canvas = np.zeros((96, 96, 3), np.uint8)
+        args = (canvas, image, (10, 10, 50, 50), 48.0, 48.0, 40.0, rng)
+        D.paste_die(*args) if recolour is None else D.paste_die(*args, recolour=recolour)
+        streams.append((canvas.copy(), rng.random()))
+    assert np.array_equal(streams[0][0], streams[1][0]) and streams[0][1] == streams[1][1]
+    rng = np.random.default_rng(5)
+    canvas = np.zeros((96, 96, 3), np.uint8)
+    D.paste_die(canvas, image, (10, 10, 50, 50), 48.0, 48.0, 40.0, rng, recolour=1.0)
+    assert not np.array_equal(canvas, streams[0][0])
+
+
+def test_recolour_option_is_checked():
+    from pi_table.train.__main__ import parse_args
+
+    assert parse_args(["--data", "x", "--out", "y"]).recolour == 0.0
+    with pytest.raises(SystemExit) as e:
+        parse_args(["--data", "x", "--out", "y", "--recolour", "1.5"])
+    assert e.value.code == 2
+
+
 def test_box_head_moves_the_box_in_image_pixels(tmp_path):
     """A classifier whose box head always says "centre 0.1 crop sides right, half a crop wide"."""
     torch = pytest.importorskip("torch")

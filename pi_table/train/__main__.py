@@ -73,6 +73,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "split's dice reported ok are expected (from their calibrated confidence) to be read wrong at most this share")
     p.add_argument("--cls-augment", type=float, default=0.6, help="strength of the crops' photometric augmentation")
     p.add_argument("--paste", type=float, default=0.4, help="share of samples whose dice are pasted onto a new surface")
+    p.add_argument("--recolour", type=float, default=0.0, help="chance that a pasted die is recoloured (a random "
+                   "two-colour ramp over its brightness: data.recolour_die), so that one folder's white dice also teach "
+                   "coloured ones; 0 (default) pastes dice as photographed")
     p.add_argument("--paste-from", default="nellbyler-d6-tray,matteop65-d6-desk", help="comma-separated data folders "
                    "whose dice are pasted onto new surfaces (their boxes must cover the whole die: see --pip-boxes)")
     p.add_argument("--pip-boxes", choices=("grow", "keep"), default="grow", help="labels of folders that box a die's "
@@ -114,7 +117,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--member", args.member, args.member is None or 1 <= args.member <= args.ensemble,
                          f"1..--ensemble ({args.ensemble})"),
                         ("--det-width", args.det_width, args.det_width > 0, "above 0"),
-                        ("--cls-width", args.cls_width, args.cls_width > 0, "above 0")))
+                        ("--cls-width", args.cls_width, args.cls_width > 0, "above 0"),
+                        ("--recolour", args.recolour, 0 <= args.recolour <= 1, "0..1")))
     return args
 
 
@@ -350,7 +354,7 @@ def main(argv=None) -> int:
             imgs, heats, sizes, offs, masks = [], [], [], [], []
             for i in rng.choice(len(pool), args.det_batch, p=weights):
                 if rng.random() < args.paste:
-                    sample = D.paste_sample(photo_dice, image_of, rng, args.det_patch)
+                    sample = D.paste_sample(photo_dice, image_of, rng, args.det_patch, recolour=args.recolour)
                 else:
                     sample = D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch)
                 h, s, o, m = D.det_targets(sample.boxes, args.det_patch)
@@ -398,16 +402,16 @@ def main(argv=None) -> int:
             ni, nd = photo_dice[int(rng.integers(len(photo_dice)))]
             a = rng.uniform(0, 2 * math.pi)
             r = side * rng.uniform(1.0, 1.3)
-            D.paste_die(canvas, image_of(ni), nd.box, cx + r * math.cos(a), cy + r * math.sin(a), side, rng)
+            D.paste_die(canvas, image_of(ni), nd.box, cx + r * math.cos(a), cy + r * math.sin(a), side, rng, args.recolour)
         box = None
         if im is None:
             if rng.random() >= 0.5:  # half the empty crops show a die's edge, off-centre
                 a = rng.uniform(0, 2 * math.pi)
                 r = side * rng.uniform(0.6, 0.9)
                 ni, nd = photo_dice[int(rng.integers(len(photo_dice)))]
-                D.paste_die(canvas, image_of(ni), nd.box, cx + r * math.cos(a), cy + r * math.sin(a), side, rng)
+                D.paste_die(canvas, image_of(ni), nd.box, cx + r * math.cos(a), cy + r * math.sin(a), side, rng, args.recolour)
         else:
-            box = D.paste_die(canvas, image_of(im), d.box, cx, cy, side, rng)
+            box = D.paste_die(canvas, image_of(im), d.box, cx, cy, side, rng, args.recolour)
         image = cv2.resize(canvas, (args.crop_size,) * 2, interpolation=cv2.INTER_AREA)
         if box is None:
             return D.DieCrop(image, np.zeros(4, np.float32), False)

@@ -305,11 +305,44 @@ def surface(rng: np.random.Generator, size: int) -> np.ndarray:
     return np.ascontiguousarray((bg[:, :, ::-1] * 255 + 0.5).astype(np.uint8))
 
 
+def recolour_die(patch: np.ndarray, core: int, rng: np.random.Generator) -> np.ndarray:
+    """The die in ``patch`` (HxWx3 uint8 BGR, the die centred, its body at least ``core`` pixels
+    across) in other colours: its brightness, stretched between the 2nd and 98th percentiles of
+    the central ``core x core`` square, mapped through a random two-colour ramp (a duotone; pip
+    colour at the dark end, body colour at the bright end, or the other way round, at least
+    0.35 apart in grey level). The pips, the shading of the sides and the shape stay; a white
+    die with black pips may come out a black die with red pips or a green die with white ones.
+
+    Domain randomisation (Tobin et al. 2017) of the pasted dice: one folder's photos show white
+    dice only, and a reader that learned them alongside rendered coloured dice missed half of
+    the other folder's coloured real dice (models/classifier.md, leave one folder out).
+    Returns an array of ``patch``'s shape, uint8.
+    """
+    grey = cv2.cvtColor(patch, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    h, w = grey.shape
+    c = max(2, min(int(core), h, w))
+    y0, x0 = (h - c) // 2, (w - c) // 2
+    lo, hi = np.percentile(grey[y0 : y0 + c, x0 : x0 + c], (2, 98))
+    t = np.clip((grey - lo) / max(float(hi - lo), 8.0), 0, 1) ** math.exp(rng.normal(0, 0.3))
+    weights = np.array([0.114, 0.587, 0.299])  # grey level of a BGR colour
+    for _ in range(20):
+        dark, bright = rng.uniform(0, 255, (2, 3))
+        if float((bright - dark) @ weights) >= 0.35 * 255:
+            break
+    else:
+        dark, bright = np.zeros(3), np.full(3, 255.0)
+    if rng.random() < 0.5:
+        dark, bright = bright, dark
+    out = dark[None, None, :] + (bright - dark)[None, None, :] * t[:, :, None]
+    return np.clip(out + 0.5, 0, 255).astype(np.uint8)
+
+
 def paste_die(canvas: np.ndarray, image: np.ndarray, box, cx: float, cy: float, side: float,
-              rng: np.random.Generator) -> tuple[float, float, float, float]:
+              rng: np.random.Generator, recolour: float = 0.0) -> tuple[float, float, float, float]:
     """Paste the die of ``image`` in ``box`` onto ``canvas`` (in place), centred at (cx, cy),
     its long side ``side`` canvas pixels, turned by a random multiple of 90 degrees and maybe
-    mirrored, with a soft-edged mask and a soft shadow.
+    mirrored, with a soft-edged mask and a soft shadow; with chance ``recolour`` (0..1) in other
+    colours (:func:`recolour_die`). ``recolour`` 0 draws nothing more from ``rng``.
 
     ``canvas`` and ``image`` are HxWx3 uint8 BGR; returns the die's new box (x0, y0, x1, y1)
     in canvas pixels (the label box moved with the die, so loose or tight labels stay so).
@@ -331,6 +364,8 @@ def paste_die(canvas: np.ndarray, image: np.ndarray, box, cx: float, cy: float, 
     patch = np.rot90(patch, k)
     if flip:
         patch = patch[:, ::-1]
+    if recolour > 0 and rng.random() < recolour:
+        patch = recolour_die(np.ascontiguousarray(patch), int(0.7 * min(pw, ph)), rng)
     # Mask: the box grown a little (the die's sides and rounded corners), feathered.
     mask = np.zeros((n, n), np.float32)
     gw, gh = pw * rng.uniform(0.94, 1.08) / 2, ph * rng.uniform(0.94, 1.08) / 2
@@ -361,8 +396,10 @@ def paste_die(canvas: np.ndarray, image: np.ndarray, box, cx: float, cy: float, 
 
 
 def paste_sample(dice: list, image_of, rng: np.random.Generator, out: int = 256,
-                 size_range: tuple[float, float] = (12.0, 70.0), max_dice: int = 14) -> DetSample:
-    """A detector sample of labelled dice pasted onto a new surface (see :func:`paste_die`).
+                 size_range: tuple[float, float] = (12.0, 70.0), max_dice: int = 14,
+                 recolour: float = 0.0) -> DetSample:
+    """A detector sample of labelled dice pasted onto a new surface (see :func:`paste_die`;
+    ``recolour`` the chance that each die is recoloured).
 
     ``dice`` is a list of (LabelledImage, Die) to draw from, ``image_of`` maps a LabelledImage
     to its HxWx3 uint8 BGR pixels. Dice keep apart (no overlap), one size per scene.
@@ -377,7 +414,8 @@ def paste_sample(dice: list, image_of, rng: np.random.Generator, out: int = 256,
             cx, cy = rng.uniform(0.3 * s, out - 0.3 * s, 2)
             if all(abs(cx - (b[0] + b[2]) / 2) > 0.55 * (s + b[2] - b[0]) or abs(cy - (b[1] + b[3]) / 2) > 0.55 * (s + b[3] - b[1])
                    for b in boxes):
-                boxes.append(paste_die(canvas, image_of(im), die.box, float(cx), float(cy), s, rng))
+                boxes.append(paste_die(canvas, image_of(im), die.box, float(cx), float(cy), s, rng,
+                                            recolour))
                 break
     view = photometric(canvas, rng)
     return DetSample(view, np.array(boxes, np.float32).reshape(-1, 4))
