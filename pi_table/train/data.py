@@ -414,8 +414,7 @@ def paste_sample(dice: list, image_of, rng: np.random.Generator, out: int = 256,
             cx, cy = rng.uniform(0.3 * s, out - 0.3 * s, 2)
             if all(abs(cx - (b[0] + b[2]) / 2) > 0.55 * (s + b[2] - b[0]) or abs(cy - (b[1] + b[3]) / 2) > 0.55 * (s + b[3] - b[1])
                    for b in boxes):
-                boxes.append(paste_die(canvas, image_of(im), die.box, float(cx), float(cy), s, rng,
-                                            recolour))
+                boxes.append(paste_die(canvas, image_of(im), die.box, float(cx), float(cy), s, rng, recolour))
                 break
     view = photometric(canvas, rng)
     return DetSample(view, np.array(boxes, np.float32).reshape(-1, 4))
