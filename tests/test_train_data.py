@@ -264,6 +264,21 @@ def test_fit_temperature_recovers_a_known_temperature():
     assert fit_temperature(np.zeros((0, 5)), np.zeros(0, int)) == 1.0
 
 
+def test_a_calib_split_read_all_right_leaves_the_temperature_at_its_bound():
+    """No calib die read wrong: the likelihood rises as T falls, the fit stops at the grid's end, and
+    temperature_at_bound says so (the leave-one-folder-out case of models/classifier.md, T = 0.30)."""
+    from pi_table.train.numerals import TEMPERATURE_RANGE, fit_temperature, temperature_at_bound
+
+    rng = np.random.default_rng(1)
+    z = rng.normal(0, 1, (300, 5))
+    t = rng.integers(0, 5, 300)
+    z[np.arange(300), t] += 8  # every die's top score is its label, by far
+    fitted = fit_temperature(z, t)
+    assert fitted == pytest.approx(TEMPERATURE_RANGE[0]) and temperature_at_bound(fitted)
+    assert not temperature_at_bound(1.0) and not temperature_at_bound(0.891)
+    assert temperature_at_bound(TEMPERATURE_RANGE[1])
+
+
 def test_fit_shape_temperature_fits_only_the_rows_topped_by_a_numbered_shape():
     """Rows topped by ``d10:*`` drawn at T = 0.5 are fitted near 0.5 whatever the rows topped by a
     d6 face say; with no row topped by a numbered shape there is none (None)."""

@@ -122,9 +122,21 @@ def device_error(device: str, gpus: int) -> str | None:
     return None
 
 
+#: The temperatures :func:`fit_temperature` searches (a log grid between the two).
+TEMPERATURE_RANGE = (0.3, 5.0)
+
+
+def temperature_at_bound(temperature: float) -> bool:
+    """True when a fitted temperature sits at an end of :data:`TEMPERATURE_RANGE`: the calib dice
+    did not pin it (e.g. none of them read wrong, so the likelihood keeps rising as the
+    temperature falls), and the confidences it gives are not to be trusted on other dice."""
+    lo, hi = TEMPERATURE_RANGE
+    return temperature <= lo * (1 + 1e-9) or temperature >= hi * (1 - 1e-9)
+
+
 def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:
-    """Temperature (0.3..5) minimising the negative log-likelihood of NxC ``logits`` for
-    ``targets`` (N class indices); 1.0 when there are none. Guo et al. 2017."""
+    """Temperature (:data:`TEMPERATURE_RANGE`, 0.3..5) minimising the negative log-likelihood of
+    NxC ``logits`` for ``targets`` (N class indices); 1.0 when there are none. Guo et al. 2017."""
     if len(targets) == 0:
         return 1.0
     z = np.asarray(logits, np.float64)
@@ -135,7 +147,7 @@ def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:
         s = s - s.max(axis=1, keepdims=True)
         return float(-(s[np.arange(len(t)), t] - np.log(np.exp(s).sum(axis=1))).mean())
 
-    grid = np.exp(np.linspace(math.log(0.3), math.log(5.0), 200))
+    grid = np.exp(np.linspace(*(math.log(v) for v in TEMPERATURE_RANGE), 200))
     return float(min(grid, key=nll))
 
 
