@@ -74,11 +74,15 @@ def test_paste_sample_keeps_dice_apart_and_labelled():
                 assert inner.mean() > 150
 
 
+#: The pip centres (x, y) of :func:`pip_die`'s five.
+FIVE_PIPS = ((18, 18), (42, 18), (30, 30), (18, 42), (42, 42))
+
+
 def pip_die(size=60, body=(245, 245, 245), pip=(20, 20, 20)) -> np.ndarray:
-    """A die seen from above: a square body with a five's pips, on a mid-grey ground."""
+    """A die seen from above: a square body with a five's pips (:data:`FIVE_PIPS`), on a mid-grey ground."""
     image = np.full((size, size, 3), 120, np.uint8)
     image[10:50, 10:50] = body
-    for x, y in ((18, 18), (42, 18), (30, 30), (18, 42), (42, 42)):
+    for x, y in FIVE_PIPS:
         cv2.circle(image, (x, y), 4, pip, -1)
     return image
 
@@ -88,7 +92,7 @@ def test_recolour_die_keeps_the_pips_and_changes_the_colours():
     rng = np.random.default_rng(3)
     grey = lambda c: float(np.asarray(c, np.float64) @ [0.114, 0.587, 0.299])
     pips = np.zeros(image.shape[:2], bool)
-    for x, y in ((18, 18), (42, 18), (30, 30), (18, 42), (42, 42)):
+    for x, y in FIVE_PIPS:
         pips[y - 2 : y + 3, x - 2 : x + 3] = True
     body = np.zeros_like(pips)
     body[12:48, 12:48] = True
