@@ -283,6 +283,17 @@ def test_a_calib_split_read_all_right_leaves_the_temperature_at_its_bound():
     assert temperature_at_bound(TEMPERATURE_RANGE[1])
 
 
+def test_the_bound_warning_names_the_temperature_and_its_value():
+    """Each fitted temperature (photos', numbered shapes', numeral model's, cocked-die model's) is
+    flagged by bound_warning at its range's ends only, with its name and value in the line."""
+    from pi_table.train.numerals import TEMPERATURE_RANGE, bound_warning
+
+    line = bound_warning(TEMPERATURE_RANGE[0], "the numeral model's temperature")
+    assert line.startswith("warning: the numeral model's temperature") and "(0.30)" in line
+    assert "(5.00)" in bound_warning(TEMPERATURE_RANGE[1], "the cocked-die model's temperature")
+    assert bound_warning(0.891, "the photos' temperature") is None
+
+
 def test_fit_shape_temperature_fits_only_the_rows_topped_by_a_numbered_shape():
     """Rows topped by ``d10:*`` drawn at T = 0.5 are fitted near 0.5 whatever the rows topped by a
     d6 face say; with no row topped by a numbered shape there is none (None)."""

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.train import refuse_bad_options
-from pi_table.train.numerals import NUMBERED, fit_temperature, temperature_at_bound
+from pi_table.train.numerals import NUMBERED, bound_warning, fit_temperature
 from pi_table.vision.dataset import boxes_pips, is_calib_render, load_label_fixes, with_die_boxes, with_label_fixes
 
 
@@ -605,14 +605,15 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     photo_logits, photo_targets = calib_logits(models, [im for im in calib_imgs if im.folder != "renders"], classes)
     render_logits, render_targets = calib_logits(models, [im for im in calib_imgs if im.folder == "renders"], classes)
     temperature = fit_temperature(photo_logits, photo_targets)
-    if temperature_at_bound(temperature):
-        log(f"warning: the temperature came out at the end of its range ({temperature:.2f}): the calib photos do "
-            f"not pin it (few or no dice read wrong), so the threshold chosen with it may be off on other dice")
+    if warning := bound_warning(temperature, "the photos' temperature"):
+        log(warning)
     config["classifier"]["temperature"] = temperature
     shape_temperature = fit_shape_temperature(np.concatenate([photo_logits, render_logits]),
                                               np.concatenate([photo_targets, render_targets]), classes)
     if shape_temperature is not None:
         config["classifier"]["shape_temperature"] = shape_temperature
+        if warning := bound_warning(shape_temperature, "the numbered shapes' temperature"):
+            log(warning)
     config["second_look"] = args.second_look
     config["refine_unsure"] = args.refine_unsure if args.thresholds_with_refine else 0
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")

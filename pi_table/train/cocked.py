@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     from pi_table.train import data as D
     from pi_table.train.__main__ import load_folders, log, optimise, start
     from pi_table.train.nets import NumeralNet, export_classifier
-    from pi_table.train.numerals import fit_temperature
+    from pi_table.train.numerals import bound_warning, fit_temperature
     from pi_table.vision.dataset import is_calib_render
     from pi_table.vision.dataset import with_die_boxes
     from pi_table.vision.reader import Classifier
@@ -179,6 +179,8 @@ def main(argv=None) -> int:
     zr, tr = logits_of(render_calib)
     zp, tp = logits_of(photo_calib)
     temperature = fit_temperature(np.concatenate([zr, zp]), np.concatenate([tr, tp]))
+    if warning := bound_warning(temperature, "the cocked-die model's temperature"):
+        log(warning)
     model.temperature = temperature
     pr, pp = model.calibrated(zr)[:, 1], model.calibrated(zp)[:, 1]
     threshold = choose_cocked_threshold(pp, pr[tr == 0], args.flat_target)

@@ -134,6 +134,16 @@ def temperature_at_bound(temperature: float) -> bool:
     return temperature <= lo * (1 + 1e-9) or temperature >= hi * (1 - 1e-9)
 
 
+def bound_warning(temperature: float, what: str) -> str | None:
+    """The warning training logs when ``what``'s fitted temperature sits at an end of
+    :data:`TEMPERATURE_RANGE` (:func:`temperature_at_bound`), naming it and the value; None when
+    it does not."""
+    if not temperature_at_bound(temperature):
+        return None
+    return (f"warning: {what} came out at the end of its range ({temperature:.2f}): the calib dice do not pin it "
+            f"(few or no dice read wrong), so the threshold chosen with it may be off on other dice")
+
+
 def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:
     """Temperature (:data:`TEMPERATURE_RANGE`, 0.3..5) minimising the negative log-likelihood of
     NxC ``logits`` for ``targets`` (N class indices); 1.0 when there are none. Guo et al. 2017."""
@@ -257,6 +267,8 @@ def main(argv=None) -> int:
 
     z, t, calib_per_folder = scored(calib_tagged)
     temperature = fit_temperature(z, t)
+    if warning := bound_warning(temperature, "the numeral model's temperature"):
+        log(warning)
     right = float(np.mean(z.argmax(axis=1) == t)) if len(t) else 0.0
     log(f"numerals: calib renders {len(t)} dice, read right {right:.1%}, temperature {temperature:.3f}")
     valid_right, valid_per_folder = {}, {}
