@@ -806,6 +806,23 @@ def test_bench_times_the_second_looks_worst_case(tmp_path):
     assert "all" in format_rows(rows).splitlines()[3]
 
 
+def test_bench_per_model_splits_a_frame_by_model():
+    """--per-model: each shipped model file has its median ms, the rest is 'other', and on a
+    frame with every model run each share is positive and they add up to about the frame."""
+    from pi_table.vision.bench import bench, format_rows
+
+    rows = bench(lambda threads: DiceReader(threads=1), dice_counts=(5,), repeats=3, thread_options=(1,),
+                 per_model=True)
+    spent = rows[0]["models_ms"]
+    assert {"detector.onnx", "classifier.onnx", "classifier-2.onnx", "cocked.onnx", "other"} <= set(spent)
+    assert all(v > 0 for k, v in spent.items() if k != "numerals.onnx")
+    assert sum(spent.values()) == pytest.approx(rows[0]["median_ms"], rel=0.5)
+    text = format_rows(rows)
+    assert "classifier-2.onnx" in text and "other" in text
+    assert "models_ms" not in bench(lambda threads: DiceReader(threads=1), dice_counts=(1,), repeats=1,
+                                    thread_options=(1,))[0]
+
+
 def test_eval_grows_pip_labels_to_die_boxes(tmp_path):
     """A folder that labels pips (matteop65's): a reader that boxes the whole die matches the grown
     label at IoU >= 0.5; scored against the labels as they are (--boxes as-labelled) it does not."""

@@ -49,23 +49,61 @@ def tray_frame(dice: int, seed: int = 0) -> np.ndarray:
     return frame
 
 
-def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_options=(1, 0)) -> list[dict]:
+class _TimedSession:
+    """An onnxruntime session whose ``run`` adds its wall time (ms) to ``tally[name]``; every
+    other attribute is the session's."""
+
+    def __init__(self, session, name: str, tally: dict):
+        self._session, self._name, self._tally = session, name, tally
+
+    def run(self, *args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return self._session.run(*args, **kwargs)
+        finally:
+            self._tally[self._name] = self._tally.get(self._name, 0.0) + (time.perf_counter() - t) * 1000
+
+    def __getattr__(self, attr):
+        return getattr(self._session, attr)
+
+
+def time_models(reader) -> dict:
+    """Make each of ``reader``'s onnxruntime sessions (detector, classifiers, numeral and
+    cocked-die models) add the ms its runs take to the returned tally, keyed by model file name
+    (``detector.onnx``, ``classifier.onnx``, ...). The tally starts empty; clear it between
+    frames. A perf_counter pair per run: microseconds against the runs' milliseconds."""
+    tally: dict[str, float] = {}
+    det = reader.detector
+    det.session = _TimedSession(det.session, Path(det.path).name, tally)
+    for model in (reader.classifier, reader.numerals, reader.cocked):
+        if model is not None:
+            model.sessions = [_TimedSession(s, Path(p).name, tally) for s, p in zip(model.sessions, model.paths)]
+    return tally
+
+
+def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_options=(1, 0),
+          per_model: bool = False) -> list[dict]:
     """Time ``reader.read`` per frame.
 
     Args:
         reader_factory: ``threads -> DiceReader`` (0 = all cores).
         repeats: timed reads per case, after 3 warm-up reads.
+        per_model: also time each model's runs (:func:`time_models`), to show where a frame's
+            time goes.
 
     Returns:
         One dict per (threads, dice): threads, dice, found (dice the reader reported), unsure
         (of those, below the threshold: each read again when ``reader.json`` has a second
-        look), all_unsure, median_ms, p90_ms, fps. With a second look, one more row per
+        look), all_unsure, median_ms, p90_ms, fps; with ``per_model``, ``models_ms``: the median
+        ms per frame spent in each model file's runs, and ``other`` the median of the rest of
+        the frame (crops, decoding, the reader's Python). With a second look, one more row per
         thread count times the largest frame with every die unsure (the threshold set above
         1), its worst case.
     """
     rows = []
     for threads in thread_options:
         reader = reader_factory(threads)
+        tally = time_models(reader) if per_model else None
         cases = [(n, False) for n in dice_counts]
         if getattr(reader, "second_look", 1) > 1:
             cases.append((max(dice_counts), True))
@@ -76,11 +114,15 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
                 reader.threshold = 1.01  # the worst case: every die is unsure and looked at again
             for _ in range(3):
                 reading = reader.read(frame)
-            times = []
+            times, spent = [], []
             for _ in range(repeats):
+                if tally is not None:
+                    tally.clear()
                 t = time.perf_counter()
                 reading = reader.read(frame)
                 times.append((time.perf_counter() - t) * 1000)
+                if tally is not None:
+                    spent.append({**tally, "other": times[-1] - sum(tally.values())})
             reader.threshold = threshold
             times.sort()
             med = statistics.median(times)
@@ -88,6 +130,9 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
                          "unsure": sum(d.status == "unreadable" for d in reading.dice), "all_unsure": all_unsure,
                          "median_ms": round(med, 2), "p90_ms": round(times[int(0.9 * (len(times) - 1))], 2),
                          "fps": round(1000 / med, 1)})
+            if spent:
+                names = list(dict.fromkeys(k for frame_ms in spent for k in frame_ms))
+                rows[-1]["models_ms"] = {k: round(statistics.median(f.get(k, 0.0) for f in spent), 2) for k in names}
     return rows
 
 
@@ -97,4 +142,11 @@ def format_rows(rows: list[dict]) -> str:
     out += [f"{r['threads']:>7} {r['dice']:>5} {r['found']:>5} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
             f"{r['median_ms']:>10.2f} {r['p90_ms']:>8.2f} {r['fps']:>7.1f}" for r in rows]
     out.append("unsure: dice below the threshold, each read again (second look); 'all': the worst case, every die")
+    timed = [r for r in rows if r.get("models_ms")]
+    if timed:
+        names = list(dict.fromkeys(k for r in timed for k in r["models_ms"]))
+        out.append("\nmedian ms per frame in each model's runs ('other': crops, decoding, the reader's Python)")
+        out.append(f"{'threads':>7} {'dice':>5} {'unsure':>6} " + " ".join(f"{n:>{max(10, len(n))}}" for n in names))
+        out += [f"{r['threads']:>7} {r['dice']:>5} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
+                + " ".join(f"{r['models_ms'].get(n, 0.0):>{max(10, len(n))}.2f}" for n in names) for r in timed]
     return "\n".join(out)

@@ -83,6 +83,8 @@ def register(sub) -> None:
     p.add_argument("--json", action="store_true")
     p.add_argument("--repeats", type=int, default=30, help="timed reads per case")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
+    p.add_argument("--per-model", action="store_true",
+                   help="also show the ms of each frame spent in each model's runs, and the rest")
     p.set_defaults(func=_bench)
 
 
@@ -200,7 +202,8 @@ def _bench(args) -> int:
 
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
-    rows = bench(lambda threads: DiceReader(args.models, threads=threads), repeats=args.repeats)
+    rows = bench(lambda threads: DiceReader(args.models, threads=threads), repeats=args.repeats,
+                 per_model=args.per_model)
     if args.json:
         print(json.dumps({"cpu_count": os.cpu_count(), "rows": rows}))
     else:

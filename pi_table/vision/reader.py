@@ -223,6 +223,8 @@ class Detector:
     """
 
     def __init__(self, path: Path, input_size: int = 320, threshold: float = 0.3, threads: int = 1):
+        #: The model file (``pi-table bench --per-model`` names its time by it).
+        self.path = Path(path)
         self.session = _session(path, threads)
         self.input_size = int(input_size)
         self.threshold = float(threshold)
@@ -481,6 +483,8 @@ class Classifier:
         paths = list(path) if isinstance(path, (list, tuple)) else [path]
         if not paths:
             raise ValueError("a classifier needs at least one model file")
+        #: The model files, one per session (an ensemble's members).
+        self.paths = [Path(p) for p in paths]
         self.sessions = [_session(p, threads) for p in paths]
         self.classes = list(classes)
         self.temperature = float(temperature)
