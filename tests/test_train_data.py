@@ -594,3 +594,43 @@ def test_cocked_training_names_a_bad_option_in_one_line(tmp_path, option, value,
                         option, value], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and f"error: {option} must be {need}, got {float(value) if option == '--flat-target' else value}" in r.stderr
     assert "Traceback" not in r.stderr and not (tmp_path / "cocked.onnx").exists()
+
+
+def test_distill_loss_is_zero_when_student_and_teacher_agree_and_pulls_towards_the_teacher():
+    """Hinton et al. 2015: KL from the teacher's softened scores; 0 at agreement, > 0 otherwise, and a
+    gradient step moves the student's distribution towards the teacher's."""
+    torch = pytest.importorskip("torch")
+    from pi_table.train.__main__ import distill_loss
+
+    teacher = np.array([[4.0, 0.0, -2.0], [0.0, 3.0, 0.0]], np.float32)
+    assert float(distill_loss(torch.from_numpy(teacher), teacher)) == pytest.approx(0.0, abs=1e-6)
+    student = torch.zeros(2, 3, requires_grad=True)
+    loss = distill_loss(student, teacher)
+    assert float(loss.detach()) > 0.1
+    loss.backward()
+    with torch.no_grad():
+        moved = student - 1.0 * student.grad
+    assert float(distill_loss(moved, teacher)) < float(loss.detach())
+
+
+def test_the_teacher_is_the_shipped_pair_in_the_students_class_order(tmp_path):
+    """--distill models: the teacher's scores are the reader's averaged raw scores, its columns
+    picked in the student's class order; a folder without a reader, another crop size or a class
+    the teacher lacks is refused with one line and exit 2."""
+    from pi_table.train.__main__ import load_teacher
+    from pi_table.vision import DiceReader
+    from pi_table.vision.reader import models_dir
+
+    reader = DiceReader(threads=1)
+    classes = ["none", "d6:6", "d6:1"]
+    teacher = load_teacher(models_dir(), classes, reader.classifier.crop_size, threads=1)
+    crops = np.random.default_rng(0).random((3, 3, reader.classifier.crop_size, reader.classifier.crop_size),
+                                            dtype=np.float32)
+    want = reader.classifier.logits(crops)[:, [reader.classifier.classes.index(c) for c in classes]]
+    assert np.allclose(teacher(crops), want, atol=1e-5)
+    for folder, classes_, size, says in ((tmp_path, classes, 48, "no reader's settings"),
+                                         (models_dir(), classes, 40, "48 px crops, this run 40"),
+                                         (models_dir(), ["d6:1", "d12:3", "none"], 48, "no class d12:3")):
+        with pytest.raises(SystemExit) as stop:
+            load_teacher(folder, classes_, size, threads=1)
+        assert stop.value.code == 2

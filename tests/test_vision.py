@@ -480,6 +480,14 @@ def test_training_smoke(tmp_path):
     assert not (tmp_path / "b" / "classifier-2.onnx").exists()
     assert json.loads((tmp_path / "b" / "reader.json").read_text())["classifier"]["file"] == "classifier.onnx"
     assert (tmp_path / "b" / "classifier.onnx").read_bytes() == (tmp_path / "classifier.onnx").read_bytes()
+    # --distill: the classifier taught by a trained pair as well as by the labels trains another net
+    taught = again[:-2] + [str(tmp_path / "d"), "--smoke", "--det-from", str(tmp_path), "--ensemble", "1",
+                           "--distill", str(tmp_path)]
+    result = subprocess.run(taught, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "d" / "classifier.onnx").read_bytes() != (tmp_path / "classifier.onnx").read_bytes()
+    result = subprocess.run(taught + ["--distill-weight", "1.5"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--distill-weight must be 0..1, got 1.5" in result.stderr
     result = subprocess.run(again + ["--ensemble", "0"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--ensemble must be 1 or more, got 0" in result.stderr
     result = subprocess.run(again + ["--det-from", str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)

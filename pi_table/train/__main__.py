@@ -66,6 +66,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--member", type=int, default=None, help="train only member K (1..--ensemble) of the ensemble, "
                    "byte for byte as the whole run trains it, so that the members of one --out can be trained at once "
                    "by parallel runs (one core each); the run that finds every member's file calibrates")
+    p.add_argument("--distill", type=Path, default=None, help="model folder whose classifier(s) (its reader.json's, "
+                   "an ensemble averaged) teach each classifier trained here: its loss mixes the labels' with the "
+                   "teacher's softened scores on the same crops (knowledge distillation, Hinton et al. 2015), e.g. a "
+                   "smaller --cls-width taught by the shipped pair")
+    p.add_argument("--distill-weight", type=float, default=0.5, help="with --distill, the teacher's share of the loss "
+                   "(0..1)")
     p.add_argument("--margin", type=float, default=1.3, help="crop side / box long side")
     p.add_argument("--threshold", type=float, default=None, help="confidence below which a die is reported unreadable "
                    "(default: chosen on the calib split, see --wrong-target)")
@@ -118,7 +124,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                          f"1..--ensemble ({args.ensemble})"),
                         ("--det-width", args.det_width, args.det_width > 0, "above 0"),
                         ("--cls-width", args.cls_width, args.cls_width > 0, "above 0"),
-                        ("--recolour", args.recolour, 0 <= args.recolour <= 1, "0..1")))
+                        ("--recolour", args.recolour, 0 <= args.recolour <= 1, "0..1"),
+                        ("--distill-weight", args.distill_weight, 0 <= args.distill_weight <= 1, "0..1")))
     return args
 
 
@@ -418,6 +425,7 @@ def main(argv=None) -> int:
         return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
 
     cls_files = ["classifier.onnx"] + [f"classifier-{k + 1}.onnx" for k in range(1, args.ensemble)]
+    teacher = load_teacher(args.distill, classes, args.crop_size, args.threads) if args.distill else None
     int8_batches = int8_crops() if args.int8 else None  # the same for every member (quant_crops' own generator)
     for member, cls_file in enumerate(cls_files):
         if args.member is not None and member != args.member - 1:
@@ -465,6 +473,8 @@ def main(argv=None) -> int:
             y = torch.from_numpy(np.stack(targets))
             logits, box = cls(x)
             loss = set_cross_entropy(logits, y, args.label_smoothing)
+            if teacher is not None:
+                loss = (1 - args.distill_weight) * loss + args.distill_weight * distill_loss(logits, teacher(x.numpy()))
             mask = torch.tensor(known, dtype=torch.float32)[:, None]
             l_box = (torch.nn.functional.smooth_l1_loss(box, torch.from_numpy(np.stack(boxes)), reduction="none", beta=0.05)
                      * mask).sum() / mask.sum().clamp(min=1)
@@ -509,6 +519,50 @@ def main(argv=None) -> int:
     (args.out / "train-log.json").write_text(json.dumps(history, indent=1) + "\n")
     log(f"done in {time.time() - started:.0f} s; temperature {history['temperature']:.3f}; models in {args.out}")
     return 0
+
+
+#: The temperature both sides' scores are softened by in :func:`distill_loss` (Hinton et al. 2015).
+DISTILL_TEMPERATURE = 2.0
+
+
+def load_teacher(folder: Path, classes: list[str], crop_size: int, threads: int):
+    """``--distill``: the classifier(s) ``folder/reader.json`` names as a function from Nx3xSxS
+    float32 RGB 0..1 crops to their NxC float32 raw scores (an ensemble's averaged) for
+    ``classes``, in that order. One line naming what is wrong and exit 2 (SystemExit) when the
+    folder has no reader.json or model file, cuts crops of another size, or lacks one of
+    ``classes``."""
+    from pi_table.vision.reader import Classifier, model_files
+
+    def refuse(why: str):
+        print(f"error: --distill {folder}: {why}", file=sys.stderr)
+        raise SystemExit(2)
+
+    try:
+        entry = json.loads((folder / "reader.json").read_text())["classifier"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        refuse(f"no reader's settings to read ({type(e).__name__}: {e})")
+    if int(entry.get("crop_size", 0)) != crop_size:
+        refuse(f"its classifier reads {entry.get('crop_size')} px crops, this run {crop_size} (--crop-size)")
+    missing = [c for c in classes if c not in entry["classes"]]
+    if missing:
+        refuse(f"its classifier has no class {', '.join(missing)}")
+    try:
+        model = Classifier([folder / f for f in model_files(entry)], entry["classes"], threads=threads)
+    except FileNotFoundError as e:
+        refuse(str(e))
+    columns = [entry["classes"].index(c) for c in classes]
+    return lambda crops: model.logits(crops)[:, columns]
+
+
+def distill_loss(student: torch.Tensor, teacher: np.ndarray) -> torch.Tensor:
+    """Knowledge-distillation loss (Hinton et al. 2015): KL divergence from the teacher's softened
+    distribution to the student's, both scores (NxC, raw) divided by :data:`DISTILL_TEMPERATURE`,
+    times its square (so the gradients keep their scale). Scalar; 0 when the two agree."""
+    import torch
+
+    t = DISTILL_TEMPERATURE
+    target = torch.softmax(torch.from_numpy(np.asarray(teacher, np.float32)) / t, dim=1)
+    return torch.nn.functional.kl_div(torch.log_softmax(student / t, dim=1), target, reduction="batchmean") * t * t
 
 
 def quant_crops(dice_pool, dice_w, pool, image_of, boxes_of, size: int, margin: float, seed: int,
