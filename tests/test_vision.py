@@ -488,6 +488,9 @@ def test_training_smoke(tmp_path):
     assert (tmp_path / "d" / "classifier.onnx").read_bytes() != (tmp_path / "classifier.onnx").read_bytes()
     result = subprocess.run(taught + ["--distill-weight", "1.5"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--distill-weight must be 0..1, got 1.5" in result.stderr
+    result = subprocess.run(taught[:-1] + [str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=600,
+                            cwd=REPO)
+    assert result.returncode == 2 and "--distill" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     result = subprocess.run(again + ["--ensemble", "0"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--ensemble must be 1 or more, got 0" in result.stderr
     result = subprocess.run(again + ["--det-from", str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)

@@ -234,6 +234,10 @@ def main(argv=None) -> int:
         check_trained(args.out)  # before loading any data: a wrong --out fails at once
         if args.int8:
             to_quantize = float_classifiers(args.out)
+    if args.distill and not (args.distill / "reader.json").is_file():  # before loading any data
+        print(f"error: --distill {args.distill}: no reader.json there (a trained model folder, e.g. models)",
+              file=sys.stderr)
+        raise SystemExit(2)
     rng, started = start(args)
 
     # ---- data and splits
