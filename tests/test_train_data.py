@@ -613,17 +613,17 @@ def test_distill_loss_is_zero_when_student_and_teacher_agree_and_pulls_towards_t
     assert float(distill_loss(moved, teacher)) < float(loss.detach())
 
 
-def test_the_teacher_is_the_shipped_pair_in_the_students_class_order(tmp_path):
+def test_the_teacher_is_the_shipped_pair_in_the_students_class_order(tmp_path, capsys):
     """--distill models: the teacher's scores are the reader's averaged raw scores, its columns
     picked in the student's class order; a folder without a reader, another crop size or a class
     the teacher lacks is refused with one line and exit 2."""
-    from pi_table.train.__main__ import load_teacher
+    from pi_table.train.__main__ import load_teacher, teacher_scores
     from pi_table.vision import DiceReader
     from pi_table.vision.reader import models_dir
 
     reader = DiceReader(threads=1)
     classes = ["none", "d6:6", "d6:1"]
-    teacher = load_teacher(models_dir(), classes, reader.classifier.crop_size, threads=1)
+    teacher = teacher_scores(load_teacher(models_dir(), reader.classifier.crop_size, threads=1), classes, models_dir())
     crops = np.random.default_rng(0).random((3, 3, reader.classifier.crop_size, reader.classifier.crop_size),
                                             dtype=np.float32)
     want = reader.classifier.logits(crops)[:, [reader.classifier.classes.index(c) for c in classes]]
@@ -632,5 +632,6 @@ def test_the_teacher_is_the_shipped_pair_in_the_students_class_order(tmp_path):
                                          (models_dir(), classes, 40, "48 px crops, this run 40"),
                                          (models_dir(), ["d6:1", "d12:3", "none"], 48, "no class d12:3")):
         with pytest.raises(SystemExit) as stop:
-            load_teacher(folder, classes_, size, threads=1)
-        assert stop.value.code == 2
+            teacher_scores(load_teacher(folder, size, threads=1), classes_, folder)
+        said = capsys.readouterr().err
+        assert stop.value.code == 2 and says in said and len(said.strip().splitlines()) == 1

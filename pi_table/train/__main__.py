@@ -234,10 +234,8 @@ def main(argv=None) -> int:
         check_trained(args.out)  # before loading any data: a wrong --out fails at once
         if args.int8:
             to_quantize = float_classifiers(args.out)
-    if args.distill and not (args.distill / "reader.json").is_file():  # before loading any data
-        print(f"error: --distill {args.distill}: no reader.json there (a trained model folder, e.g. models)",
-              file=sys.stderr)
-        raise SystemExit(2)
+    # before loading any data: a wrong --distill fails at once
+    teacher_model = load_teacher(args.distill, args.crop_size, args.threads) if args.distill else None
     rng, started = start(args)
 
     # ---- data and splits
@@ -429,7 +427,7 @@ def main(argv=None) -> int:
         return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
 
     cls_files = ["classifier.onnx"] + [f"classifier-{k + 1}.onnx" for k in range(1, args.ensemble)]
-    teacher = load_teacher(args.distill, classes, args.crop_size, args.threads) if args.distill else None
+    teacher = teacher_scores(teacher_model, classes, args.distill) if teacher_model else None
     int8_batches = int8_crops() if args.int8 else None  # the same for every member (quant_crops' own generator)
     for member, cls_file in enumerate(cls_files):
         if args.member is not None and member != args.member - 1:
@@ -529,32 +527,38 @@ def main(argv=None) -> int:
 DISTILL_TEMPERATURE = 2.0
 
 
-def load_teacher(folder: Path, classes: list[str], crop_size: int, threads: int):
-    """``--distill``: the classifier(s) ``folder/reader.json`` names as a function from Nx3xSxS
-    float32 RGB 0..1 crops to their NxC float32 raw scores (an ensemble's averaged) for
-    ``classes``, in that order. One line naming what is wrong and exit 2 (SystemExit) when the
-    folder has no reader.json or model file, cuts crops of another size, or lacks one of
-    ``classes``."""
-    from pi_table.vision.reader import Classifier, model_files
+def _refuse_teacher(folder: Path, why: str):
+    print(f"error: --distill {folder}: {why}", file=sys.stderr)
+    raise SystemExit(2)
 
-    def refuse(why: str):
-        print(f"error: --distill {folder}: {why}", file=sys.stderr)
-        raise SystemExit(2)
+
+def load_teacher(folder: Path, crop_size: int, threads: int):
+    """``--distill``: the classifier(s) ``folder/reader.json`` names, an ensemble averaged
+    (:class:`pi_table.vision.reader.Classifier`). One line naming what is wrong and exit 2
+    (SystemExit) when the folder has no reader's settings or model file, or its classifier cuts
+    crops of another size than ``crop_size`` (pixels)."""
+    from pi_table.vision.reader import Classifier, model_files
 
     try:
         entry = json.loads((folder / "reader.json").read_text())["classifier"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        refuse(f"no reader's settings to read ({type(e).__name__}: {e})")
+        _refuse_teacher(folder, f"no reader's settings to read ({type(e).__name__}: {e})")
     if int(entry.get("crop_size", 0)) != crop_size:
-        refuse(f"its classifier reads {entry.get('crop_size')} px crops, this run {crop_size} (--crop-size)")
-    missing = [c for c in classes if c not in entry["classes"]]
-    if missing:
-        refuse(f"its classifier has no class {', '.join(missing)}")
+        _refuse_teacher(folder, f"its classifier reads {entry.get('crop_size')} px crops, this run {crop_size} (--crop-size)")
     try:
-        model = Classifier([folder / f for f in model_files(entry)], entry["classes"], threads=threads)
+        return Classifier([folder / f for f in model_files(entry)], entry["classes"], threads=threads)
     except FileNotFoundError as e:
-        refuse(str(e))
-    columns = [entry["classes"].index(c) for c in classes]
+        _refuse_teacher(folder, str(e))
+
+
+def teacher_scores(model, classes: list[str], folder: Path):
+    """The teacher ``model`` (:func:`load_teacher`, from ``folder``) as a function from Nx3xSxS
+    float32 RGB 0..1 crops to their NxC float32 raw scores for ``classes``, in that order; one
+    line and exit 2 (SystemExit) naming the classes it lacks."""
+    missing = [c for c in classes if c not in model.classes]
+    if missing:
+        _refuse_teacher(folder, f"its classifier has no class {', '.join(missing)}")
+    columns = [model.classes.index(c) for c in classes]
     return lambda crops: model.logits(crops)[:, columns]
 
 

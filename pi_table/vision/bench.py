@@ -74,10 +74,10 @@ def time_models(reader) -> dict:
     frames. A perf_counter pair per run: microseconds against the runs' milliseconds."""
     tally: dict[str, float] = {}
     det = reader.detector
-    det.session = _TimedSession(det.session, Path(det.path).name, tally)
+    det.session = _TimedSession(det.session, det.path.name, tally)
     for model in (reader.classifier, reader.numerals, reader.cocked):
         if model is not None:
-            model.sessions = [_TimedSession(s, Path(p).name, tally) for s, p in zip(model.sessions, model.paths)]
+            model.sessions = [_TimedSession(s, p.name, tally) for s, p in zip(model.sessions, model.paths)]
     return tally
 
 
