@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.train import refuse_bad_options
+from pi_table.train import refuse, refuse_bad_options
 from pi_table.train.numerals import NUMBERED, bound_warning, fit_temperature
 from pi_table.vision.dataset import boxes_pips, is_calib_render, load_label_fixes, with_die_boxes, with_label_fixes
 
@@ -141,8 +141,7 @@ def folder_names(text: str, folders, option: str) -> list[str]:
     names = [f.strip() for f in text.split(",") if f.strip()]
     for name in names:
         if not any(under(f, [name]) for f in folders):
-            print(f"error: {option}: no data folder {name!r} (have {', '.join(folders)})", file=sys.stderr)
-            raise SystemExit(2)
+            refuse(option, f"no data folder {name!r} (have {', '.join(folders)})")
     return names
 
 
@@ -203,8 +202,7 @@ def load_folders(roots, option: str, folder_name: str | None = None) -> list:
         try:
             images += load_yolo(root, folder_name=folder_name)
         except (FileNotFoundError, ValueError) as e:
-            print(f"error: {option}: {e}", file=sys.stderr)
-            raise SystemExit(2) from None
+            refuse(option, str(e))
     return images
 
 
@@ -340,8 +338,7 @@ def main(argv=None) -> int:
     if args.det_from is not None:
         source = args.det_from / "detector.onnx"
         if not source.is_file():
-            print(f"error: --det-from: no detector.onnx in {args.det_from}", file=sys.stderr)
-            raise SystemExit(2)
+            refuse("--det-from", f"no detector.onnx in {args.det_from}")
         shutil.copyfile(source, det_path)
         history["detector_from"] = str(args.det_from)
         log(f"detector reused from {source}")
@@ -527,10 +524,6 @@ def main(argv=None) -> int:
 DISTILL_TEMPERATURE = 2.0
 
 
-def _refuse_teacher(folder: Path, why: str):
-    print(f"error: --distill {folder}: {why}", file=sys.stderr)
-    raise SystemExit(2)
-
 
 def load_teacher(folder: Path, crop_size: int, threads: int):
     """``--distill``: the classifier(s) ``folder/reader.json`` names, an ensemble averaged
@@ -542,13 +535,13 @@ def load_teacher(folder: Path, crop_size: int, threads: int):
     try:
         entry = json.loads((folder / "reader.json").read_text())["classifier"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        _refuse_teacher(folder, f"no reader's settings to read ({type(e).__name__}: {e})")
+        refuse(f"--distill {folder}", f"no reader's settings to read ({type(e).__name__}: {e})")
     if int(entry.get("crop_size", 0)) != crop_size:
-        _refuse_teacher(folder, f"its classifier reads {entry.get('crop_size')} px crops, this run {crop_size} (--crop-size)")
+        refuse(f"--distill {folder}", f"its classifier reads {entry.get('crop_size')} px crops, this run {crop_size} (--crop-size)")
     try:
         return Classifier([folder / f for f in model_files(entry)], entry["classes"], threads=threads)
     except FileNotFoundError as e:
-        _refuse_teacher(folder, str(e))
+        refuse(f"--distill {folder}", str(e))
 
 
 def teacher_scores(model, classes: list[str], folder: Path):
@@ -557,7 +550,7 @@ def teacher_scores(model, classes: list[str], folder: Path):
     line and exit 2 (SystemExit) naming the classes it lacks."""
     missing = [c for c in classes if c not in model.classes]
     if missing:
-        _refuse_teacher(folder, f"its classifier has no class {', '.join(missing)}")
+        refuse(f"--distill {folder}", f"its classifier has no class {', '.join(missing)}")
     columns = [model.classes.index(c) for c in classes]
     return lambda crops: model.logits(crops)[:, columns]
 
@@ -617,28 +610,24 @@ def check_trained(out: Path) -> None:
     naming what is missing or malformed, and exit 2 (SystemExit)."""
     from pi_table.vision.reader import model_files
 
-    def refuse(why: str):
-        print(f"error: --calibrate-only: {why}", file=sys.stderr)
-        raise SystemExit(2)
-
     for name in ("reader.json", "splits.json"):
         if not (out / name).is_file():
-            refuse(f"no {name} in {out}")
+            refuse("--calibrate-only", f"no {name} in {out}")
     try:
         config = json.loads((out / "reader.json").read_text())
         entries = [config["detector"], config["classifier"], *(config[k] for k in ("numerals", "cocked") if k in config)]
         names = [name for entry in entries for name in model_files(entry)]
     except (ValueError, KeyError, TypeError) as e:
-        refuse(f"{out / 'reader.json'} is not a reader's settings ({type(e).__name__}: {e})")
+        refuse("--calibrate-only", f"{out / 'reader.json'} is not a reader's settings ({type(e).__name__}: {e})")
     import onnx
 
     for name in names:
         if not (out / name).is_file():
-            refuse(f"no {name} in {out}")
+            refuse("--calibrate-only", f"no {name} in {out}")
         try:
             onnx.load(str(out / name))
         except Exception as e:  # truncated or not a model: protobuf's DecodeError and kin
-            refuse(f"{out / name} is not an ONNX model ({type(e).__name__})")
+            refuse("--calibrate-only", f"{out / name} is not an ONNX model ({type(e).__name__})")
 
 
 def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Namespace) -> dict:
@@ -696,8 +685,7 @@ def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> 
     (``splits.json``, same data and seed), or the calib photos could be training photos."""
     reader_json, splits_json = args.out / "reader.json", args.out / "splits.json"  # checked there (main)
     if json.loads(splits_json.read_text()) != json.loads(splits_text):
-        print(f"error: --calibrate-only: {splits_json} is not this data's split for seed {args.seed}", file=sys.stderr)
-        raise SystemExit(2)
+        refuse("--calibrate-only", f"{splits_json} is not this data's split for seed {args.seed}")
     started = time.time()
     config = json.loads(reader_json.read_text())
     figures = calibrate_reader(args.out, config, calib_imgs, args)
