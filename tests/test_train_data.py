@@ -135,6 +135,17 @@ def test_recolour_option_is_checked():
     assert e.value.code == 2
 
 
+def test_cascade_option_is_checked(capsys):
+    from pi_table.train.__main__ import parse_args
+
+    assert parse_args(["--data", "x", "--out", "y", "--cascade", "1"]).cascade == 1.0
+    for value in ("0", "1.5"):
+        with pytest.raises(SystemExit) as e:
+            parse_args(["--data", "x", "--out", "y", "--cascade", value])
+        assert e.value.code == 2
+        assert capsys.readouterr().err.strip() == f"error: --cascade must be in (0, 1], got {float(value)}"
+
+
 def test_box_head_moves_the_box_in_image_pixels(tmp_path):
     """A classifier whose box head always says "centre 0.1 crop sides right, half a crop wide"."""
     torch = pytest.importorskip("torch")

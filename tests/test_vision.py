@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -449,8 +450,12 @@ def test_training_smoke(tmp_path):
     first = subprocess.run(members + ["--member", "1"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert first.returncode == 0 and "classifier-2.onnx still to come" in first.stdout, first.stderr[-2000:]
     assert not (tmp_path / "m" / "reader.json").exists()
-    second = subprocess.run(members + ["--member", "2"], capture_output=True, text=True, timeout=600, cwd=REPO)
+    # (--cascade: written into the calibrating run's reader.json, after the thresholds)
+    second = subprocess.run(members + ["--member", "2", "--cascade", "0.97"], capture_output=True, text=True,
+                            timeout=600, cwd=REPO)
     assert second.returncode == 0, second.stderr[-2000:]
+    assert json.loads((tmp_path / "m" / "reader.json").read_text())["classifier"]["cascade"] == 0.97
+    assert "cascade" not in json.loads((tmp_path / "reader.json").read_text())["classifier"]
     for name in ("classifier.onnx", "classifier-2.onnx"):
         assert (tmp_path / "m" / name).read_bytes() == (tmp_path / name).read_bytes(), name
     assert json.loads((tmp_path / "m" / "reader.json").read_text())["classifier"]["file"] == ["classifier.onnx",
@@ -1243,3 +1248,85 @@ def test_a_close_up_die_the_first_look_splits_is_found_whole():
         assert not [d for d in reader.read(image).dice if iou(d.box, truth) >= 0.5]
     finally:
         R.UNSEEN_LARGE_DIE = old
+
+
+class _CountingSession:
+    """An onnxruntime session that records the batch size of each run."""
+
+    def __init__(self, session):
+        self._session, self.batches = session, []
+
+    def run(self, outputs, feeds):
+        self.batches.append(len(feeds["crops"]))
+        return self._session.run(outputs, feeds)
+
+    def __getattr__(self, attr):
+        return getattr(self._session, attr)
+
+
+def test_classifier_cascade_keeps_the_first_members_sure_rows_and_averages_the_rest():
+    """cascade TAU: rows whose first-member calibrated best class is >= TAU keep its scores and
+    box, the second member reads only the other crops, and those get the pair's mean; off (None),
+    every member reads every crop. The bench frame's real dice span both sides of 0.99."""
+    from pi_table.vision.bench import tray_frame
+
+    reader = DiceReader(threads=1)
+    pair = reader.classifier
+    assert len(pair.sessions) == 2 and pair.cascade is None  # the shipped reader.json has no cascade
+    frame = tray_frame(20)
+    boxes = [d.box for d in reader.detector.detect(frame)]
+    crops = pair.crops(frame, boxes)
+    first, second = (s.run(["logits", "box"], {"crops": crops}) for s in pair.sessions)
+    sure = pair.calibrated(first[0]).max(axis=1) >= 0.99
+    assert 0 < sure.sum() < len(boxes)
+
+    cascaded = Classifier(pair.paths, pair.classes, pair.temperature, pair.crop_size, pair.margin, 1,
+                          pair.shape_temperature, cascade=0.99)
+    counter = _CountingSession(cascaded.sessions[1])
+    cascaded.sessions[1] = counter
+    logits, moved = cascaded.logits_and_boxes(frame, boxes)
+    assert counter.batches == [int((~sure).sum())]
+    np.testing.assert_array_equal(logits[sure], first[0][sure])
+    np.testing.assert_allclose(logits[~sure], ((first[0] + second[0]) / 2)[~sure], atol=1e-4)
+    whole, _ = pair.logits_and_boxes(frame, boxes)
+    np.testing.assert_allclose(whole, (first[0] + second[0]) / 2, atol=1e-4)
+    assert len(moved) == len(boxes)
+    # the cascade is only in the first read: a second look's turned views go to both members
+    counter.batches.clear()
+    cascaded.logits(crops)
+    assert counter.batches == [len(boxes)]
+
+
+def test_cascade_is_read_from_reader_json_checked_and_off_in_the_benchs_worst_case(tmp_path):
+    from pi_table.vision.bench import bench
+
+    models = tmp_path / "models"
+    shutil.copytree(REPO / "models", models)
+    config = json.loads((models / "reader.json").read_text())
+    config["classifier"]["cascade"] = 0.99
+    (models / "reader.json").write_text(json.dumps(config))
+    reader = DiceReader(models, threads=1)
+    assert reader.classifier.cascade == 0.99
+    reader.second_look = 4
+    rows = bench(lambda threads: reader, dice_counts=(5,), repeats=1, thread_options=(1,), per_model=True)
+    assert rows[-1]["all_unsure"] and reader.classifier.cascade == 0.99  # put back after the worst case
+    assert rows[0]["models_ms"].get("classifier-2.onnx", 0.0) < rows[-1]["models_ms"]["classifier-2.onnx"]
+    for bad in (0, 1.5, "x"):
+        config["classifier"]["cascade"] = bad
+        (models / "reader.json").write_text(json.dumps(config))
+        r = subprocess.run([sys.executable, "-m", "pi_table", "read", str(sorted(DEMO.glob("*.jpg"))[0]),
+                            "--models", str(models)], capture_output=True, text=True, timeout=120, cwd=REPO)
+        assert r.returncode == 2 and "cascade" in r.stderr and str(bad) in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_bench_table_lists_models_in_run_order_with_other_last():
+    """A model that runs only in some rows (a cascade's second classifier) keeps its place."""
+    from pi_table.vision.bench import format_rows
+
+    row = {"threads": 1, "found": 1, "median_ms": 1.0, "p90_ms": 1.0, "fps": 1.0}
+    rows = [{**row, "dice": 1, "models_ms": {"detector.onnx": 1.0, "classifier.onnx": 1.0, "cocked.onnx": 1.0, "other": 1.0}},
+            {**row, "dice": 20, "models_ms": {"detector.onnx": 1.0, "classifier.onnx": 1.0, "classifier-2.onnx": 1.0,
+                                              "cocked.onnx": 1.0, "other": 1.0}}]
+    header = [line for line in format_rows(rows).splitlines() if line.lstrip().startswith("threads")][-1]
+    assert header.split()[3:] == ["detector.onnx", "classifier.onnx", "classifier-2.onnx", "cocked.onnx", "other"]

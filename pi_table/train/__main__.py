@@ -98,6 +98,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "(reader.json's refine_unsure, at run time; default 1, as shipped: models/classifier.md, "
                         "'Refine the unsure'; 0 for none). The thresholds are chosen without them, so a re-cut die "
                         "turns ok only by clearing the same bar")
+    p.add_argument("--cascade", type=float, default=None, metavar="TAU",
+                   help="for an ensemble, reader.json's classifier cascade (0..1], at run time: the second classifier "
+                        "reads only the dice the first is less sure of than TAU (pi_table.vision.reader.Classifier; "
+                        "models/classifier.md, 'Cascade'); the thresholds are chosen without it. Default: none")
     p.add_argument("--thresholds-with-refine", action="store_true",
                    help="choose the thresholds with --refine-unsure on, as it runs (tried, not shipped: it chose "
                         "lower d8 and d10 thresholds that let more wrong numerals through; models/classifier.md)")
@@ -125,7 +129,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--det-width", args.det_width, args.det_width > 0, "above 0"),
                         ("--cls-width", args.cls_width, args.cls_width > 0, "above 0"),
                         ("--recolour", args.recolour, 0 <= args.recolour <= 1, "0..1"),
-                        ("--distill-weight", args.distill_weight, 0 <= args.distill_weight <= 1, "0..1")))
+                        ("--distill-weight", args.distill_weight, 0 <= args.distill_weight <= 1, "0..1"),
+                        ("--cascade", args.cascade, args.cascade is None or 0 < args.cascade <= 1, "in (0, 1]")))
     return args
 
 
@@ -642,11 +647,14 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     refine passes (``args.refine_unsure``) are written after, and the thresholds chosen without them
     (with them only for ``args.thresholds_with_refine``): a re-cut die is reported ``ok`` only
     when its new read clears the bar the first reads set, and the choice cannot trade a few more
-    wrong dice for many more right ones (models/classifier.md, "Refine the unsure").
+    wrong dice for many more right ones (models/classifier.md, "Refine the unsure"). An
+    ensemble's cascade (``args.cascade``) is likewise written after: the temperatures and
+    thresholds are the whole ensemble's.
     """
     classes = config["classifier"]["classes"]
     config["classifier"]["temperature"] = 1.0
     config["classifier"].pop("shape_temperature", None)
+    config["classifier"].pop("cascade", None)  # fitted and chosen on the whole ensemble's reads
     config.pop("thresholds", None)
     config.pop("second_look", None)
     config["refine_unsure"] = 0  # the temperatures are the first read's, at the detected boxes
@@ -673,6 +681,8 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     else:
         config["threshold"] = args.threshold
     config["refine_unsure"] = args.refine_unsure
+    if args.cascade is not None and isinstance(config["classifier"]["file"], list):
+        config["classifier"]["cascade"] = args.cascade
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     return {"temperature": temperature, "shape_temperature": shape_temperature, "threshold": config["threshold"],
             "thresholds": config.get("thresholds", {}), "refine_unsure": config["refine_unsure"]}

@@ -98,7 +98,7 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
         ms per frame spent in each model file's runs, and ``other`` the median of the rest of
         the frame (crops, decoding, the reader's Python). With a second look, one more row per
         thread count times the largest frame with every die unsure (the threshold set above
-        1), its worst case.
+        1, and an ensemble's cascade off: every classifier reads every die), its worst case.
     """
     rows = []
     for threads in thread_options:
@@ -109,9 +109,10 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
             cases.append((max(dice_counts), True))
         for n, all_unsure in cases:
             frame = tray_frame(n)
-            threshold = reader.threshold
+            threshold, cascade = reader.threshold, reader.classifier.cascade
             if all_unsure:
                 reader.threshold = 1.01  # the worst case: every die is unsure and looked at again
+                reader.classifier.cascade = None  # and read by every classifier of an ensemble
             for _ in range(3):
                 reading = reader.read(frame)
             times, spent = [], []
@@ -123,7 +124,7 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
                 times.append((time.perf_counter() - t) * 1000)
                 if tally is not None:
                     spent.append({**tally, "other": times[-1] - sum(tally.values())})
-            reader.threshold = threshold
+            reader.threshold, reader.classifier.cascade = threshold, cascade
             times.sort()
             med = statistics.median(times)
             rows.append({"threads": threads or os.cpu_count(), "dice": n, "found": len(reading.dice),
@@ -144,7 +145,9 @@ def format_rows(rows: list[dict]) -> str:
     out.append("unsure: dice below the threshold, each read again (second look); 'all': the worst case, every die")
     timed = [r for r in rows if r.get("models_ms")]
     if timed:
-        names = list(dict.fromkeys(k for r in timed for k in r["models_ms"]))
+        # in run order (the row with the most models first: a cascade's second classifier runs in few rows), 'other' last
+        names = list(dict.fromkeys(k for r in sorted(timed, key=lambda r: -len(r["models_ms"])) for k in r["models_ms"]))
+        names = [n for n in names if n != "other"] + ["other"]
         out.append("\nmedian ms per frame in each model's runs ('other': crops, decoding, the reader's Python)")
         out.append(f"{'threads':>7} {'dice':>5} {'unsure':>6} " + " ".join(f"{n:>{max(10, len(n))}}" for n in names))
         out += [f"{r['threads']:>7} {r['dice']:>5} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
