@@ -741,7 +741,7 @@ def test_thresholds_are_chosen_without_the_refine_passes_reader_json_then_gets(t
 
     monkeypatch.setattr(train, "choose_thresholds", choose)
     config = {"classifier": {"classes": classes, "temperature": 1.0}, "threshold": 0.9, "refine_unsure": 2}
-    args = Namespace(refine_unsure=2, thresholds_with_refine=with_refine, second_look=4, threshold=None,
+    args = Namespace(refine_unsure=2, cascade=None, thresholds_with_refine=with_refine, second_look=4, threshold=None,
                      wrong_target=0.003)
     figures = train.calibrate_reader(tmp_path, config, [], args)
     assert during == [2 if with_refine else 0]
