@@ -496,6 +496,25 @@ def test_training_smoke(tmp_path):
     result = subprocess.run(taught[:-1] + [str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=600,
                             cwd=REPO)
     assert result.returncode == 2 and "--distill" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    # --cls-from: a detector experiment trains a detector and reuses a folder's classifiers (and its numeral and
+    # cocked-die models), then calibrates the reader they make
+    reuse = again[:-2] + [str(tmp_path / "cf"), "--smoke", "--cls-from", str(tmp_path)]
+    result = subprocess.run(reuse, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for name in ("classifier.onnx", "classifier-2.onnx", "numerals.onnx"):
+        assert (tmp_path / "cf" / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    assert json.loads((tmp_path / "cf" / "reader.json").read_text())["classifier"]["file"] == ["classifier.onnx",
+                                                                                              "classifier-2.onnx"]
+    assert (tmp_path / "cf" / "detector.onnx").is_file() and "classifier_loss" not in json.loads(
+        (tmp_path / "cf" / "train-log.json").read_text())
+    for extra, line in ((["--crop-size", "40"], "its classifier reads 48 px crops at margin 1.3, this run 40 at 1.3 (--crop-size, --margin)"),
+                        (["--member", "1"], "reuses every classifier; --member trains one")):
+        result = subprocess.run(reuse + extra, capture_output=True, text=True, timeout=600, cwd=REPO)
+        assert result.returncode == 2 and result.stderr.strip().splitlines() == [f"error: --cls-from {tmp_path}: {line}"
+                                                                                  if "crop" in line else
+                                                                                  f"error: --cls-from: {line}"]
+    result = subprocess.run(reuse[:-1] + [str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and f"--cls-from {renders}: no reader's settings" in result.stderr
     result = subprocess.run(again + ["--ensemble", "0"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--ensemble must be 1 or more, got 0" in result.stderr
     result = subprocess.run(again + ["--det-from", str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)

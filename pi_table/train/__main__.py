@@ -51,6 +51,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--det-from", type=Path, default=None, help="model folder whose detector.onnx is reused instead of "
                    "training one (for classifier experiments; the shipped model trains both); its numeral and cocked-die "
                    "models too where --out has none")
+    p.add_argument("--cls-from", type=Path, default=None, help="model folder whose classifiers (its reader.json's "
+                   "classifier files, same classes, crop size and margin) are reused instead of training them (for "
+                   "detector experiments); its numeral and cocked-die models too where --out has none")
     p.add_argument("--size-weight", type=float, default=2.0, help="weight of the detector's log box-size loss")
     p.add_argument("--det-batch", type=int, default=12)
     p.add_argument("--cls-batch", type=int, default=64)
@@ -237,8 +240,11 @@ def main(argv=None) -> int:
         check_trained(args.out)  # before loading any data: a wrong --out fails at once
         if args.int8:
             to_quantize = float_classifiers(args.out)
-    # before loading any data: a wrong --distill fails at once
+    # before loading any data: a wrong --distill or --cls-from fails at once
     teacher_model = load_teacher(args.distill, args.crop_size, args.threads) if args.distill else None
+    reused = classifiers_from(args.cls_from, args.crop_size, args.margin) if args.cls_from else None
+    if reused is not None and args.member is not None:
+        refuse("--cls-from", "reuses every classifier; --member trains one")
     rng, started = start(args)
 
     # ---- data and splits
@@ -394,7 +400,7 @@ def main(argv=None) -> int:
 
     detector = Detector(det_path, args.det_input, 0.3, threads=args.threads)
     mined = []
-    for im in train_imgs:
+    for im in (train_imgs if reused is None else []):  # (reused classifiers learn nothing more)
         for found in detector.detect(image_of(im)):
             if D.is_unlabelled(found.box, boxes_of(im)):
                 mined.append((im, found.box))
@@ -429,9 +435,12 @@ def main(argv=None) -> int:
         return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
 
     cls_files = ["classifier.onnx"] + [f"classifier-{k + 1}.onnx" for k in range(1, args.ensemble)]
+    if reused is not None:
+        cls_files = reuse_classifiers(args.cls_from, reused, classes, args.out)
+        history["classifiers_from"] = str(args.cls_from)
     teacher = teacher_scores(teacher_model, classes, args.distill) if teacher_model else None
     int8_batches = int8_crops() if args.int8 else None  # the same for every member (quant_crops' own generator)
-    for member, cls_file in enumerate(cls_files):
+    for member, cls_file in enumerate(cls_files if reused is None else []):
         if args.member is not None and member != args.member - 1:
             continue
         # Each classifier starts again from its seed (--seed for the first), so that a run with
@@ -528,6 +537,45 @@ def main(argv=None) -> int:
 #: The temperature both sides' scores are softened by in :func:`distill_loss` (Hinton et al. 2015).
 DISTILL_TEMPERATURE = 2.0
 
+
+
+def classifiers_from(folder: Path, crop_size: int, margin: float) -> dict:
+    """``--cls-from``: the classifier entry of ``folder``'s ``reader.json``, checked before any data
+    loads: one line and exit 2 (SystemExit) when it is missing, its crops differ from this run's
+    (``--crop-size``, ``--margin``) or a classifier file is missing."""
+    from pi_table.vision.reader import model_files
+
+    try:
+        entry = json.loads((folder / "reader.json").read_text())["classifier"]
+        files = model_files(entry)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        refuse(f"--cls-from {folder}", f"no reader's settings to read ({type(e).__name__}: {e})")
+    if entry.get("crop_size") != crop_size or entry.get("margin") != margin:
+        refuse(f"--cls-from {folder}", f"its classifier reads {entry.get('crop_size')} px crops at margin "
+                                       f"{entry.get('margin')}, this run {crop_size} at {margin} (--crop-size, --margin)")
+    for name in files:
+        if not (folder / name).is_file():
+            refuse(f"--cls-from {folder}", f"no {name}")
+    return entry
+
+
+def reuse_classifiers(folder: Path, entry: dict, classes: list[str], out: Path) -> list[str]:
+    """Copy ``folder``'s classifiers (``entry``, from :func:`classifiers_from`) into ``out`` and, where
+    ``out`` has none, its numeral and cocked-die models (so calibration reads every kind as that
+    reader does); their file names. Exit 2 with one line when their classes are not this data's."""
+    from pi_table.vision.reader import model_files
+
+    if list(entry.get("classes", [])) != list(classes):
+        refuse(f"--cls-from {folder}", f"its classifier's classes {entry.get('classes')} are not this data's {classes}")
+    files = model_files(entry)
+    for name in files:
+        shutil.copyfile(folder / name, out / name)
+        log(f"{name} reused from {folder}")
+    for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json"):
+        if (folder / name).is_file() and not (out / name).is_file():
+            shutil.copyfile(folder / name, out / name)
+            log(f"{name} taken from {folder}")
+    return files
 
 
 def load_teacher(folder: Path, crop_size: int, threads: int):
