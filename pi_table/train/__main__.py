@@ -545,11 +545,8 @@ def classifiers_from(folder: Path, crop_size: int, margin: float) -> dict:
     (``--crop-size``, ``--margin``) or a classifier file is missing."""
     from pi_table.vision.reader import model_files
 
-    try:
-        entry = json.loads((folder / "reader.json").read_text())["classifier"]
-        files = model_files(entry)
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        refuse(f"--cls-from {folder}", f"no reader's settings to read ({type(e).__name__}: {e})")
+    entry = classifier_entry(folder, "--cls-from")
+    files = model_files(entry)
     if entry.get("crop_size") != crop_size or entry.get("margin") != margin:
         refuse(f"--cls-from {folder}", f"its classifier reads {entry.get('crop_size')} px crops at margin "
                                        f"{entry.get('margin')}, this run {crop_size} at {margin} (--crop-size, --margin)")
@@ -578,6 +575,19 @@ def reuse_classifiers(folder: Path, entry: dict, classes: list[str], out: Path) 
     return files
 
 
+def classifier_entry(folder: Path, option: str) -> dict:
+    """The ``classifier`` entry of ``folder/reader.json``, naming its model files; one line,
+    ``error: OPTION FOLDER: ...``, and exit 2 (SystemExit) when there is none to read."""
+    from pi_table.vision.reader import model_files
+
+    try:
+        entry = json.loads((folder / "reader.json").read_text())["classifier"]
+        model_files(entry)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        refuse(f"{option} {folder}", f"no reader's settings to read ({type(e).__name__}: {e})")
+    return entry
+
+
 def load_teacher(folder: Path, crop_size: int, threads: int):
     """``--distill``: the classifier(s) ``folder/reader.json`` names, an ensemble averaged
     (:class:`pi_table.vision.reader.Classifier`). One line naming what is wrong and exit 2
@@ -585,10 +595,7 @@ def load_teacher(folder: Path, crop_size: int, threads: int):
     crops of another size than ``crop_size`` (pixels)."""
     from pi_table.vision.reader import Classifier, model_files
 
-    try:
-        entry = json.loads((folder / "reader.json").read_text())["classifier"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        refuse(f"--distill {folder}", f"no reader's settings to read ({type(e).__name__}: {e})")
+    entry = classifier_entry(folder, "--distill")
     if int(entry.get("crop_size", 0)) != crop_size:
         refuse(f"--distill {folder}", f"its classifier reads {entry.get('crop_size')} px crops, this run {crop_size} (--crop-size)")
     try:
