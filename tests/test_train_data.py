@@ -646,3 +646,26 @@ def test_the_teacher_is_the_shipped_pair_in_the_students_class_order(tmp_path, c
             teacher_scores(load_teacher(folder, size, threads=1), classes_, folder)
         said = capsys.readouterr().err
         assert stop.value.code == 2 and says in said and len(said.strip().splitlines()) == 1
+
+
+def test_reuse_classifiers_copies_them_keeps_them_in_place_and_checks_classes(tmp_path, capsys):
+    """--cls-from: the classifiers (and numeral model) are copied into --out; --cls-from the --out folder itself
+    keeps them where they are; classes that are not this data's are refused in one line."""
+    from pi_table.train.__main__ import classifiers_from, reuse_classifiers
+
+    source, out = tmp_path / "a", tmp_path / "b"
+    source.mkdir(), out.mkdir()
+    entry = {"file": ["classifier.onnx", "classifier-2.onnx"], "classes": ["d6:1", "none"], "crop_size": 48, "margin": 1.3}
+    (source / "reader.json").write_text(json.dumps({"classifier": entry}))
+    for name in ("classifier.onnx", "classifier-2.onnx", "numerals.onnx"):
+        (source / name).write_bytes(name.encode())
+    assert classifiers_from(source, 48, 1.3) == entry
+    assert reuse_classifiers(source, entry, ["d6:1", "none"], out) == ["classifier.onnx", "classifier-2.onnx"]
+    assert (out / "classifier-2.onnx").read_bytes() == b"classifier-2.onnx" and (out / "numerals.onnx").is_file()
+    assert reuse_classifiers(source, entry, ["d6:1", "none"], source) == ["classifier.onnx", "classifier-2.onnx"]
+    assert (source / "classifier.onnx").read_bytes() == b"classifier.onnx"
+    (source / "classifier-2.onnx").unlink()
+    for call in (lambda: reuse_classifiers(source, entry, ["d6:2", "none"], out), lambda: classifiers_from(source, 48, 1.3)):
+        with pytest.raises(SystemExit) as stop:
+            call()
+        assert stop.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1

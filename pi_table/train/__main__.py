@@ -566,7 +566,8 @@ def reuse_classifiers(folder: Path, entry: dict, classes: list[str], out: Path) 
         refuse(f"--cls-from {folder}", f"its classifier's classes {entry.get('classes')} are not this data's {classes}")
     files = model_files(entry)
     for name in files:
-        shutil.copyfile(folder / name, out / name)
+        if (folder / name).resolve() != (out / name).resolve():  # --cls-from the --out folder keeps them in place
+            shutil.copyfile(folder / name, out / name)
         log(f"{name} reused from {folder}")
     for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json"):
         if (folder / name).is_file() and not (out / name).is_file():
