@@ -353,13 +353,7 @@ def main(argv=None) -> int:
         shutil.copyfile(source, det_path)
         history["detector_from"] = str(args.det_from)
         log(f"detector reused from {source}")
-        # The numeral and cocked-die models are trained apart (their own commands): taken from
-        # the same folder where --out has none, so that calibration reads numbered and cocked
-        # dice as the shipped reader does (without them it would fit thresholds on another reader).
-        for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json"):
-            if (args.det_from / name).is_file() and not (args.out / name).is_file():
-                shutil.copyfile(args.det_from / name, args.out / name)
-                log(f"{name} taken from {args.det_from}")
+        take_side_models(args.det_from, args.out)
     else:
         det = DetectorNet(width=args.det_width)
         opt = torch.optim.AdamW(det.parameters(), lr=2e-3, weight_decay=1e-4)
@@ -538,7 +532,6 @@ def main(argv=None) -> int:
 DISTILL_TEMPERATURE = 2.0
 
 
-
 def classifiers_from(folder: Path, crop_size: int, margin: float) -> dict:
     """``--cls-from``: the classifier entry of ``folder``'s ``reader.json``, checked before any data
     loads: one line and exit 2 (SystemExit) when it is missing, its crops differ from this run's
@@ -569,11 +562,19 @@ def reuse_classifiers(folder: Path, entry: dict, classes: list[str], out: Path) 
         if (folder / name).resolve() != (out / name).resolve():  # --cls-from the --out folder keeps them in place
             shutil.copyfile(folder / name, out / name)
         log(f"{name} reused from {folder}")
+    take_side_models(folder, out)
+    return files
+
+
+def take_side_models(folder: Path, out: Path) -> None:
+    """``--det-from``, ``--cls-from``: copy ``folder``'s numeral and cocked-die models into ``out``
+    where it has none. They are trained apart (their own commands); with them calibration reads
+    numbered and cocked dice as that folder's reader does (without them it would fit thresholds
+    on another reader)."""
     for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json"):
         if (folder / name).is_file() and not (out / name).is_file():
             shutil.copyfile(folder / name, out / name)
             log(f"{name} taken from {folder}")
-    return files
 
 
 def classifier_entry(folder: Path, option: str) -> dict:
