@@ -336,6 +336,12 @@ def main(argv=None) -> int:
                 log(f"{name}: float weights quantised to int8")
         return recalibrate_only(args, calib_imgs, splits_text)
     history: dict = {"classes": classes}
+    # a reused or teaching classifier must have this data's classes: checked before the detector trains
+    cls_files = ["classifier.onnx"] + [f"classifier-{k + 1}.onnx" for k in range(1, args.ensemble)]
+    if reused is not None:
+        cls_files = reuse_classifiers(args.cls_from, reused, classes, args.out)
+        history["classifiers_from"] = str(args.cls_from)
+    teacher = teacher_scores(teacher_model, classes, args.distill) if teacher_model else None
     # copy-paste draws from these: dice boxed whole (pip boxes only once grown)
     photo_dice = [(im, d) for im in train_imgs if under(im.folder, paste_from)
                   and (args.pip_boxes == "grow" or not boxes_pips(im.folder)) for d in im.dice]
@@ -428,11 +434,6 @@ def main(argv=None) -> int:
             return D.DieCrop(image, np.zeros(4, np.float32), False)
         return D.DieCrop(image, D.box_target(box, pasted_side / 2, pasted_side / 2, pasted_side), True)
 
-    cls_files = ["classifier.onnx"] + [f"classifier-{k + 1}.onnx" for k in range(1, args.ensemble)]
-    if reused is not None:
-        cls_files = reuse_classifiers(args.cls_from, reused, classes, args.out)
-        history["classifiers_from"] = str(args.cls_from)
-    teacher = teacher_scores(teacher_model, classes, args.distill) if teacher_model else None
     int8_batches = int8_crops() if args.int8 else None  # the same for every member (quant_crops' own generator)
     for member, cls_file in enumerate(cls_files if reused is None else []):
         if args.member is not None and member != args.member - 1:
