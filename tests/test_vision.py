@@ -937,6 +937,39 @@ def test_scores_are_kept_per_die_kind(tmp_path):
     assert "\n  d10 " in report and "\n  d8 " in report
 
 
+def test_eval_scores_dice_by_size_band(tmp_path):
+    """by_size bands the labelled dice by their box's long side: a 25 px die read right, a 45 px die
+    read wrong at ok, a 45 px die missed and a 60 px die unsure (below the threshold) each land in
+    their band with the counts of the folder's rules, summed over images and shown in the report."""
+    from pi_table.vision.dataset import LabelledDie, LabelledImage
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import SIZE_BANDS, Score, format_report, score_image, size_band
+
+    assert [size_band((0, 0, w, 10)) for w in (29.9, 30, 39, 40, 55, 70, 99, 100, 400)] == [
+        "<30", "30-40", "30-40", "40-55", "55-70", "70-100", "70-100", ">=100", ">=100"]
+    assert size_band((0, 0, 10, 64)) == "55-70"  # the long side, tall or wide
+    path = tmp_path / "r.png"
+    cv2.imwrite(str(path), np.zeros((300, 300, 3), np.uint8))
+    Fake = fixed_reader(Die("d8", "7", 7, (0, 0, 25, 25), 0.99, "ok"), Die("d8", "2", 2, (100, 0, 145, 45), 0.99, "ok"),
+                        Die("d8", "3", 3, (0, 100, 60, 160), 0.5, "ok"), size=300)
+    labelled = LabelledImage(path, 300, 300, (LabelledDie("d8", "7", (0, 0, 25, 25)), LabelledDie("d8", "1", (100, 0, 145, 45)),
+                                              LabelledDie("d8", "5", (200, 200, 245, 245)),
+                                              LabelledDie("d8", "3", (0, 100, 60, 160))), "renders")
+    total = Score()
+    for _ in range(2):
+        total.add(score_image(Fake(), labelled))
+    s = total.to_json()
+    assert list(s["by_size"]) == ["<30", "40-55", "55-70"]
+    assert s["by_size"]["<30"] == {"dice": 2, "read_right": 1.0, "recall": 1.0, "wrong_at_ok": 0.0}
+    assert s["by_size"]["40-55"] == {"dice": 4, "read_right": 0.0, "recall": 0.5, "wrong_at_ok": 1.0}
+    assert s["by_size"]["55-70"] == {"dice": 2, "read_right": 0.0, "recall": 1.0, "wrong_at_ok": 0.0}
+    assert s["kinds"]["d8"]["by_size"] == s["by_size"]
+    assert sum(c["dice"] for c in s["by_size"].values()) == s["dice"]
+    report = format_report({"folders": {"renders": s}, "all": s})
+    assert "read right by die size" in report and all(band in report for band in SIZE_BANDS)
+    assert "100.0%     2" in report
+
+
 def test_shipped_models_fit_the_size_budget():
     """All shipped ONNX models together stay within 8 MB (the d6 reader issue's size bar)."""
     total = sum(p.stat().st_size for p in (REPO / "models").glob("*.onnx"))

@@ -52,6 +52,9 @@ class Score:
     ms: list = field(default_factory=list)
     # The same counts per die kind: labelled dice by their kind, detections by the kind read.
     kinds: dict = field(default_factory=dict)
+    # Per size band of the labelled dice (:func:`size_band`): band -> Counter of "dice", "found",
+    # "right", "wrong_ok" (the same rules as the counts above).
+    sizes: dict = field(default_factory=dict)
 
     def add(self, other: "Score") -> None:
         for name in ("images", "dice", "found", "right", "wrong_ok", "unreadable", "false_dice", "detections",
@@ -64,6 +67,8 @@ class Score:
         self.ms += other.ms
         for kind, score in other.kinds.items():
             self.kinds.setdefault(kind, Score()).add(score)
+        for band, counts in other.sizes.items():
+            self.sizes.setdefault(band, Counter()).update(counts)
 
     def count_read(self, die, kind: str, face: str, threshold: float = 0.0, cocked: bool | None = None) -> None:
         """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or
@@ -156,6 +161,11 @@ class Score:
                        "flat_found": self.flat_found, "flat_flagged": self.flat_flagged,
                        "found": self.found, "false_dice": self.false_dice, "detections": self.detections},
             "confusion": {f"{t}->{r}": n for (t, r), n in sorted(self.confusion.items())},
+            **({"by_size": {band: {"dice": c["dice"], "read_right": _rate(c["right"], c["dice"]),
+                                   "recall": _rate(c["found"], c["dice"]),
+                                   "wrong_at_ok": _rate(c["wrong_ok"], c["right"] + c["wrong_ok"])}
+                            for band, c in sorted(self.sizes.items(), key=lambda bc: SIZE_BANDS.index(bc[0]))}}
+               if self.sizes else {}),
             **({"kinds": {k: v.to_json() for k, v in sorted(self.kinds.items(), key=lambda kv: KINDS.index(kv[0]))}}
                if self.kinds else {}),
         }
@@ -195,6 +205,18 @@ class Miss:
 
     def to_json(self) -> dict:
         return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+
+#: Die size bands of ``eval``'s ``by_size``: the labelled box's long side, pixels of the picture as
+#: read (lower bound included). The mounted camera's dice are 28 to 70 px in the renders and about
+#: 60 px at the kit's 1280x960 (hardware.md); numerals are hard to read on the smallest.
+SIZE_EDGES = (30, 40, 55, 70, 100)
+SIZE_BANDS = ("<30", "30-40", "40-55", "55-70", "70-100", ">=100")
+
+
+def size_band(box) -> str:
+    """The :data:`SIZE_BANDS` label of a box (x0, y0, x1, y1 pixels) by its long side."""
+    return SIZE_BANDS[int(np.searchsorted(SIZE_EDGES, max(box[2] - box[0], box[3] - box[1]), side="right"))]
 
 
 def read_ok(die, threshold: float) -> bool:
@@ -259,6 +281,15 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
             by_kind[truth.kind].confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
+        counts = by_kind[truth.kind].sizes.setdefault(size_band(truth.box), Counter())
+        counts["dice"] += 1
+        if j in matched:
+            die = reading.dice[matched[j]]
+            counts["found"] += 1
+            if read_ok(die, reader.threshold_for(die.kind)):
+                right = die.kind == truth.kind and die.face == truth.face
+                counts["right"] += right
+                counts["wrong_ok"] += not right
     for i, die in enumerate(reading.dice):
         by_kind[die.kind].false_dice += i not in used_d
     if misses is not None:
@@ -639,6 +670,16 @@ def format_report(result: dict) -> str:
                          f"labelled flat: {t['flat_flagged']:.2%} of {t['counts']['flat_found']} reported cocked"
                          if "cocked_caught" in t else "")
                 lines.append(f"cocked, {label}: {t['cocked']:.2%} of the dice found reported cocked{known}")
+    sized = [(label, t) for name, s in rows
+             for label, t in [(name, s)] + [(f"{name}: {k}", v) for k, v in s.get("kinds", {}).items() if len(s["kinds"]) > 1]
+             if t.get("by_size")]
+    if sized:
+        lines.append("\nread right by die size (the labelled box's long side, pixels; read right % and dice)")
+        lines.append(f"{'folder':34}" + "".join(f"{band:>14}" for band in SIZE_BANDS))
+        for label, t in sized:
+            cells = [t["by_size"].get(band) for band in SIZE_BANDS]
+            lines.append(f"{label:34}" + "".join(f"{c['read_right']:>8.1%} {c['dice']:>5}" if c else f"{'.':>14}"
+                                                  for c in cells))
     if result.get("boxes", "die") == "die":
         lines.append("boxes: the labels of folders that box a die's pips (matteop65's) are grown to the whole die "
                      "(GrabCut) before matching; --boxes as-labelled matches them as they are")
