@@ -146,6 +146,36 @@ def test_cascade_option_is_checked(capsys):
         assert capsys.readouterr().err.strip() == f"error: --cascade must be in (0, 1], got {float(value)}"
 
 
+@pytest.mark.parametrize("option", ["--det-steps", "--cls-steps"])
+def test_training_names_steps_below_one_in_one_line(capsys, option):
+    from pi_table.train.__main__ import parse_args
+
+    with pytest.raises(SystemExit) as e:
+        parse_args(["--data", "x", "--out", "y", option, "0"])
+    assert e.value.code == 2 and capsys.readouterr().err.strip() == f"error: {option} must be 1 or more, got 0"
+
+
+@pytest.mark.parametrize("steps", [1, 3, 19, 20, 21, 40, 8000])
+def test_one_cycle_runs_any_step_count_and_keeps_the_five_percent_warm_up(steps):
+    """torch's one-cycle schedule divided by zero at exactly 20 steps (warm-up 5%: one step); every
+    count now runs to its end, warming up over 5% of the steps wherever that is not one step."""
+    import torch
+
+    from pi_table.train import one_cycle
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    sched = one_cycle(opt, 0.1, steps)
+    lrs = [opt.param_groups[0]["lr"]]  # the first step's (the schedule set it when made)
+    for _ in range(steps - 1):
+        opt.step()
+        sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    assert all(np.isfinite(lrs)) and max(lrs) <= 0.1 + 1e-9
+    if steps in (40, 8000):
+        assert sched.total_steps == steps and abs(max(lrs) - 0.1) < 1e-9
+        assert int(np.argmax(lrs)) == round(0.05 * steps) - 1  # the peak after 5% of the steps, as before
+
+
 def test_box_head_moves_the_box_in_image_pixels(tmp_path):
     """A classifier whose box head always says "centre 0.1 crop sides right, half a crop wide"."""
     torch = pytest.importorskip("torch")
@@ -239,7 +269,9 @@ def test_numerals_training_with_loader_workers_scores_each_folder(tmp_path):
 
 
 @pytest.mark.parametrize("option, value, says", [("--workers", "-1", "--workers must be 0..64, got -1"),
-                                                 ("--device", "tpu", "--device must be cpu or cuda[:N], got 'tpu'")])
+                                                 ("--device", "tpu", "--device must be cpu or cuda[:N], got 'tpu'"),
+                                                 ("--steps", "0", "--steps must be 1 or more, got 0"),
+                                                 ("--batch", "-3", "--batch must be 1 or more, got -3")])
 def test_numeral_training_names_a_bad_device_or_workers_in_one_line(tmp_path, capsys, option, value, says):
     from pi_table.train.numerals import parse_args
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.train import refuse, refuse_bad_options
+from pi_table.train import one_cycle, refuse, refuse_bad_options
 from pi_table.train.numerals import NUMBERED, bound_warning, fit_temperature
 from pi_table.vision.dataset import boxes_pips, is_calib_render, load_label_fixes, with_die_boxes, with_label_fixes
 
@@ -126,6 +126,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
     refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
+                        ("--det-steps", args.det_steps, args.det_steps >= 1, "1 or more"),
+                        ("--cls-steps", args.cls_steps, args.cls_steps >= 1, "1 or more"),
                         ("--ensemble", args.ensemble, args.ensemble >= 1, "1 or more"),
                         ("--member", args.member, args.member is None or 1 <= args.member <= args.ensemble,
                          f"1..--ensemble ({args.ensemble})"),
@@ -363,7 +365,7 @@ def main(argv=None) -> int:
     else:
         det = DetectorNet(width=args.det_width)
         opt = torch.optim.AdamW(det.parameters(), lr=2e-3, weight_decay=1e-4)
-        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=2e-3, total_steps=args.det_steps, pct_start=0.05)
+        sched = one_cycle(opt, 2e-3, args.det_steps)
         det.train()
         losses = []
         t0 = time.time()
@@ -447,7 +449,7 @@ def main(argv=None) -> int:
         what = "classifier" if len(cls_files) == 1 else f"classifier {member + 1}/{len(cls_files)}"
         cls = ClassifierNet(len(classes), width=args.cls_width, crop_size=args.crop_size)
         opt = torch.optim.AdamW(cls.parameters(), lr=args.cls_lr, weight_decay=5e-4)
-        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.cls_lr, total_steps=args.cls_steps, pct_start=0.05)
+        sched = one_cycle(opt, args.cls_lr, args.cls_steps)
         cls.train()
         losses, t0 = [], time.time()
         n_neg = max(1, args.cls_batch // 6)

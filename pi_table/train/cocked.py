@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.train import refuse_bad_options
+from pi_table.train import one_cycle, refuse_bad_options
 from pi_table.vision.reader import centre_offset, with_position
 
 CLASSES = ["flat", "cocked"]
@@ -144,7 +144,7 @@ def main(argv=None) -> int:
 
     net = NumeralNet(len(CLASSES), channels=(12, 24, 48, 64), planes=2)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
+    sched = one_cycle(opt, args.lr, args.steps)
     net.train()
     losses, t0 = [], time.time()
     for step in range(args.steps):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.train import refuse_bad_options
+from pi_table.train import one_cycle, refuse_bad_options
 from pi_table.vision.dataset import is_calib_render
 
 #: Die kinds read by numeral rather than by pips.
@@ -73,6 +73,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     except ValueError:
         args.channels = ()
     refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
+                        ("--steps", args.steps, args.steps >= 1, "1 or more"),
+                        ("--batch", args.batch, args.batch >= 1, "1 or more"),
                         ("--channels", repr(text), len(args.channels) == 4 and min(args.channels) >= 1,
                          "four positive integers"),
                         ("--workers", args.workers, 0 <= args.workers <= 64, "0..64"),
@@ -230,7 +232,7 @@ def main(argv=None) -> int:
 
     net = NumeralNet(len(classes), channels=args.channels, colour=not args.grey_only).to(args.device)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
+    sched = one_cycle(opt, args.lr, args.steps)
     net.train()
     losses, t0 = [], time.time()
 
