@@ -197,6 +197,26 @@ def test_cli_tiny_run(tmp_path):
     assert bad.returncode != 0
 
 
+def test_cli_calib_only_renders_just_the_calib_scenes_as_the_whole_set_does(tmp_path):
+    """--calib-only: of scenes 0..39 only those training keeps for calibration (is_calib_render: for seed 3,
+    train, indices 2, 29 and 32), each byte for byte the scene the whole set holds."""
+    from pi_table.vision.dataset import is_calib_render
+
+    base = [sys.executable, "-m", "pi_table.train.render", "--seed", "3", "--split", "train", "--kinds", "d6",
+            "--size", "160", "--backgrounds", ""]
+    r = subprocess.run(base + ["--out", str(tmp_path / "calib"), "--n", "40", "--calib-only"], cwd=REPO,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    names = sorted(p.name for p in (tmp_path / "calib" / "images").glob("*.jpg"))
+    assert names == ["train_s3_000002.jpg", "train_s3_000029.jpg", "train_s3_000032.jpg"]
+    assert all(is_calib_render(n) for n in names) and r.stdout.startswith("3 scenes")
+    whole = subprocess.run(base + ["--out", str(tmp_path / "whole"), "--start", "29", "--n", "1"], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+    assert whole.returncode == 0, whole.stderr
+    for part in ("images/train_s3_000029.jpg", "labels/train_s3_000029.txt"):
+        assert (tmp_path / "calib" / part).read_bytes() == (tmp_path / "whole" / part).read_bytes()
+
+
 def test_cli_close_up_dice(tmp_path):
     """--die-px and --max-dice: few big dice (a phone held over them), the sizes asked for; bad values
     are one line, exit 2."""
