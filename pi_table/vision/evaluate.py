@@ -70,10 +70,12 @@ class Score:
         for band, counts in other.sizes.items():
             self.sizes.setdefault(band, Counter()).update(counts)
 
-    def count_read(self, die, kind: str, face: str, threshold: float = 0.0, cocked: bool | None = None) -> None:
+    def count_read(self, die, kind: str, face: str, threshold: float = 0.0, cocked: bool | None = None,
+                   band: str | None = None) -> None:
         """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or
         unreadable (``cocked`` too, counted apart as well; ``cocked``: whether the labelled die
-        is cocked, None when the labels do not say).
+        is cocked, None when the labels do not say); with ``band`` (:func:`size_band`, the labelled
+        die's, whose ``dice`` the caller counts) in :attr:`sizes` too.
 
         ``die`` is read with threshold 0 (its best face, whatever its confidence), so that
         calibration compares each confidence with whether that face was right; ``threshold``
@@ -81,6 +83,8 @@ class Score:
         """
         label = f"{kind}:{face}"
         self.found += 1
+        sized = self.sizes.setdefault(band, Counter()) if band is not None else Counter()
+        sized["found"] += 1
         reported = die.status == "cocked"
         self.cocked += reported
         if cocked is not None:
@@ -100,6 +104,8 @@ class Score:
         if read_ok(die, threshold):
             self.right += right
             self.wrong_ok += not right
+            sized["right"] += right
+            sized["wrong_ok"] += not right
             self.confusion[(label, f"{die.kind}:{die.face}")] += 1
         else:
             self.unreadable += 1
@@ -263,6 +269,7 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
     by_kind: dict[str, Score] = defaultdict(Score)
     for truth in labelled.dice:
         by_kind[truth.kind].dice += 1
+        by_kind[truth.kind].sizes.setdefault(size_band(truth.box), Counter())["dice"] += 1
     for die in reading.dice:
         by_kind[die.kind].detections += 1
     pairs = sorted(((iou(d.box, t.box), i, j) for i, d in enumerate(reading.dice) for j, t in enumerate(labelled.dice)), reverse=True)
@@ -277,19 +284,10 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
         matched[j] = i
         truth = labelled.dice[j]
         by_kind[truth.kind].count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind),
-                                       truth.cocked)
+                                       truth.cocked, size_band(truth.box))
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
             by_kind[truth.kind].confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
-        counts = by_kind[truth.kind].sizes.setdefault(size_band(truth.box), Counter())
-        counts["dice"] += 1
-        if j in matched:
-            die = reading.dice[matched[j]]
-            counts["found"] += 1
-            if read_ok(die, reader.threshold_for(die.kind)):
-                right = die.kind == truth.kind and die.face == truth.face
-                counts["right"] += right
-                counts["wrong_ok"] += not right
     for i, die in enumerate(reading.dice):
         by_kind[die.kind].false_dice += i not in used_d
     if misses is not None:
@@ -663,16 +661,16 @@ def format_report(result: dict) -> str:
                          f"{t['false_dice_per_100_images']:>9.2f} {t['ece']:>6.3f} {t['median_ms'] or 0:>6.1f} "
                          f"{t['read_right_centre']:>9.2%} {t['recall_centre']:>9.2%}")
     lines.append("(c): a labelled die counts as found when its box centre lies inside a detection, whatever the overlap")
-    for name, s in rows:
-        for label, t in [(name, s)] + [(f"{name}: {k}", v) for k, v in s.get("kinds", {}).items() if len(s["kinds"]) > 1]:
-            if t["counts"]["cocked"] or "cocked_caught" in t:
-                known = (f"; labelled cocked: {t['cocked_caught']:.2%} of {t['counts']['cocked_found']} reported cocked, "
-                         f"labelled flat: {t['flat_flagged']:.2%} of {t['counts']['flat_found']} reported cocked"
-                         if "cocked_caught" in t else "")
-                lines.append(f"cocked, {label}: {t['cocked']:.2%} of the dice found reported cocked{known}")
-    sized = [(label, t) for name, s in rows
-             for label, t in [(name, s)] + [(f"{name}: {k}", v) for k, v in s.get("kinds", {}).items() if len(s["kinds"]) > 1]
-             if t.get("by_size")]
+    # each folder, then each of its die kinds where it holds several ("NAME: KIND")
+    with_kinds = [(label, t) for name, s in rows for label, t in [(name, s)] + [(f"{name}: {k}", v) for k, v in
+                                                                           s.get("kinds", {}).items() if len(s["kinds"]) > 1]]
+    for label, t in with_kinds:
+        if t["counts"]["cocked"] or "cocked_caught" in t:
+            known = (f"; labelled cocked: {t['cocked_caught']:.2%} of {t['counts']['cocked_found']} reported cocked, "
+                     f"labelled flat: {t['flat_flagged']:.2%} of {t['counts']['flat_found']} reported cocked"
+                     if "cocked_caught" in t else "")
+            lines.append(f"cocked, {label}: {t['cocked']:.2%} of the dice found reported cocked{known}")
+    sized = [(label, t) for label, t in with_kinds if t.get("by_size")]
     if sized:
         lines.append("\nread right by die size (the labelled box's long side, pixels; read right % and dice)")
         lines.append(f"{'folder':34}" + "".join(f"{band:>14}" for band in SIZE_BANDS))
