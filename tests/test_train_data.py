@@ -701,3 +701,69 @@ def test_reuse_classifiers_copies_them_keeps_them_in_place_and_checks_classes(tm
         with pytest.raises(SystemExit) as stop:
             call()
         assert stop.value.code == 2 and len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_numeral_training_in_slices_goes_on_from_its_checkpoint(tmp_path):
+    """``--checkpoint`` with ``--stop-after``: the first slice stops with no model and the state of the
+    unbroken run at that step; the same command goes on to a model; slices stopped at the same
+    steps give the same bytes, and the log names the step it went on from."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
+    torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
+    from tests.conftest import REPO
+
+    renders = tmp_path / "r"
+    render = [sys.executable, "-m", "pi_table.train.render", "--out", str(renders), "--n", "4", "--seed", "1",
+              "--kinds", "d8,d10,d10-tens", "--size", "256", "--backgrounds", ""]
+    assert subprocess.run(render, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+
+    def train(name, *extra):
+        cmd = [sys.executable, "-m", "pi_table.train.numerals", "--renders", str(renders), "--out", str(tmp_path / name),
+               "--smoke", "--checkpoint-every", "1", *extra]
+        r = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        return r.stdout + r.stderr
+
+    train("whole", "--checkpoint", str(tmp_path / "whole.pt"))  # smoke: 4 steps, a checkpoint after each
+    whole = torch.load(tmp_path / "whole.pt", weights_only=True)
+    assert whole["step"] == 4 and len(whole["losses"]) == 4 and whole["resumed_at"] == []
+    for name in ("a", "b"):
+        said = train(name, "--checkpoint", str(tmp_path / f"{name}.pt"), "--stop-after", "2")
+        assert "stopped after step 2 of 4" in said and not (tmp_path / name / "numerals.onnx").exists()
+    half = torch.load(tmp_path / "a.pt", weights_only=True)
+    assert half["step"] == 2 and half["losses"] == whole["losses"][:2]
+    for name in ("a", "b"):
+        assert "going on from step 2 of 4" in train(name, "--checkpoint", str(tmp_path / f"{name}.pt"))
+    assert (tmp_path / "a" / "numerals.onnx").read_bytes() == (tmp_path / "b" / "numerals.onnx").read_bytes()
+    log = json.loads((tmp_path / "a" / "numerals-log.json").read_text())
+    assert log["resumed_at"] == [2]
+
+
+def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, capsys):
+    torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
+    from pi_table.train.numerals import load_checkpoint, parse_args, run_options
+
+    args = parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), "--checkpoint", str(tmp_path / "c.pt")])
+    assert load_checkpoint(args.checkpoint, args) is None  # no file yet: a new run
+    torch.save({"options": {**run_options(args), "steps": "16000"}}, args.checkpoint)
+    with pytest.raises(SystemExit) as stop:
+        load_checkpoint(args.checkpoint, args)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip() == f"error: --checkpoint: {args.checkpoint} was made with --steps 16000, this run has 8000"
+    args.checkpoint.write_text("not a checkpoint")
+    with pytest.raises(SystemExit):
+        load_checkpoint(args.checkpoint, args)
+    assert "is not a numeral training checkpoint" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra, says", [(["--stop-after", "5"], "error: --stop-after: needs --checkpoint, the file the run goes on from"),
+                                         (["--checkpoint", "c.pt", "--workers", "2"], "error: --checkpoint: needs --workers 0, got 2 (loader workers' batches cannot be resumed)"),
+                                         (["--checkpoint-every", "0"], "error: --checkpoint-every must be 1 or more, got 0")])
+def test_checkpoint_options_are_checked_in_one_line(tmp_path, capsys, extra, says):
+    from pi_table.train.numerals import parse_args
+
+    with pytest.raises(SystemExit) as stop:
+        parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), *extra])
+    assert stop.value.code == 2 and capsys.readouterr().err.strip() == says
