@@ -581,6 +581,46 @@ def test_score_counts_status_by_threshold_and_calibrates_on_the_best_face():
     assert score.face_confidence == [0.6, 0.95, 0.97]  # not known: the reported confidence stands in
 
 
+@pytest.mark.parametrize("name", ["classifier.onnx", "classifier-2.onnx", "numerals.onnx", "cocked.onnx"])
+def test_each_shipped_model_reads_a_row_as_it_reads_it_alone(name):
+    """A batch's row gives the same bytes read alone or beside other rows: what lets the threshold
+    choice remember rows (train.RowMemo) and run only the new ones. (The detector reads one image
+    a run: its input's batch is fixed at 1.)"""
+    from pi_table.vision.reader import _session, models_dir
+
+    session = _session(models_dir() / name, 1)
+    rng = np.random.default_rng(7)
+    feed = {i.name: rng.random((4, *[d if isinstance(d, int) else 8 for d in i.shape[1:]]), dtype=np.float32)
+            for i in session.get_inputs()}
+    names = [o.name for o in session.get_outputs()]
+    whole = session.run(names, feed)
+    alone = session.run(names, {k: v[2:3] for k, v in feed.items()})
+    pair = session.run(names, {k: v[1:3] for k, v in feed.items()})
+    for w, a, p in zip(whole, alone, pair):
+        assert np.array_equal(w[2:3], a) and np.array_equal(w[1:3], p)
+
+
+def test_row_memo_runs_only_rows_it_has_not_read():
+    from pi_table.train.__main__ import RowMemo
+
+    class Doubling:
+        """A session whose output ``twice`` is its input doubled; counts the rows it runs."""
+        rows = 0
+        note = "kept"
+
+        def run(self, names, feed, options=None):
+            Doubling.rows += len(feed["x"])
+            return [feed["x"] * 2]
+
+    memo = RowMemo(Doubling())
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    assert np.array_equal(memo.run(["twice"], {"x": x})[0], x * 2) and Doubling.rows == 4
+    mixed = np.stack([x[2], x[2] + 100, x[0], x[2] + 100])  # two rows read before, one new row twice
+    assert np.array_equal(memo.run(["twice"], {"x": mixed})[0], mixed * 2) and Doubling.rows == 5
+    assert memo.run(["twice"], {"x": np.zeros((0, 3), np.float32)})[0].shape == (0, 3)
+    assert memo.note == "kept"  # every other attribute is the session's
+
+
 def test_threshold_rule_counts_face_errors_not_the_chance_of_no_die(tmp_path, monkeypatch):
     """The calib dice are matched to labelled dice, so the expected wrong share at ok is the
     mean of (1 - face confidence): a die sure of its face (0.999) but reported at 0.996

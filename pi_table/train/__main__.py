@@ -816,6 +816,57 @@ def fit_shape_temperature(logits: np.ndarray, targets: np.ndarray, classes: list
     return fit_temperature(logits[top], targets[top])
 
 
+class RowMemo:
+    """An onnxruntime session that remembers its outputs row by row: a batch's rows it has read
+    before (the same input bytes, the same outputs asked for) come from memory, and only the rest
+    are run, in one batch.
+
+    Every input and output of the wrapped model must have the batch first (the kit's detector,
+    classifiers, numeral and cocked-die models do). The kit's crop models read each row on its own (a
+    row's outputs do not depend on the rows beside it: checked by ``tests/test_vision.py``) and the
+    detector reads one image a run, so the outputs are the same bytes as the session's. Made for :func:`choose_threshold`, which reads the
+    same calib images again at each candidate threshold: only the dice newly below the threshold
+    are new crops. Every other attribute is the session's.
+    """
+
+    def __init__(self, session):
+        self._session = session
+        self._memory: dict[tuple, list[np.ndarray]] = {}
+
+    def run(self, output_names, input_feed, run_options=None):
+        names = tuple(output_names)
+        inputs = sorted(input_feed.items())
+        n = len(inputs[0][1])
+        if n == 0:
+            return self._session.run(list(names), input_feed, run_options)
+        # A row's key: its shape, dtype and Python's 64-bit hash of its bytes per input (SipHash, about
+        # three times blake2b's speed here; the chance that two of a million rows share one is 3e-8).
+        keys = [(names,) + tuple((name, value.dtype.str, value.shape[1:], hash(value[i].tobytes()))
+                                 for name, value in inputs) for i in range(n)]
+        new: dict[tuple, int] = {}  # each key not in memory: its first row
+        for i, k in enumerate(keys):
+            if k not in self._memory and k not in new:
+                new[k] = i
+        if new:
+            feed = {name: np.ascontiguousarray(value[list(new.values())]) for name, value in inputs}
+            outs = self._session.run(list(names), feed, run_options)
+            for j, k in enumerate(new):
+                self._memory[k] = [o[j] for o in outs]
+        return [np.stack([self._memory[k][o] for k in keys]) for o in range(len(names))]
+
+    def __getattr__(self, attr):
+        return getattr(self._session, attr)
+
+
+def remember_rows(reader) -> None:
+    """Wrap each of ``reader``'s onnxruntime sessions (detector, classifiers, numeral and
+    cocked-die models) in a :class:`RowMemo`, in place."""
+    reader.detector.session = RowMemo(reader.detector.session)
+    for model in (reader.classifier, reader.numerals, reader.cocked):
+        if model is not None:
+            model.sessions = [RowMemo(s) for s in model.sessions]
+
+
 def choose_thresholds(models: Path, images, wrong_target: float) -> dict:
     """``reader.json``'s ``threshold`` chosen on the calib photos, and ``thresholds`` for each
     numbered kind chosen on the calib renders' dice of that kind (:func:`choose_threshold`).
@@ -826,20 +877,26 @@ def choose_thresholds(models: Path, images, wrong_target: float) -> dict:
     """
     from dataclasses import replace
 
+    from pi_table.vision.reader import DiceReader
+
     photos = [im for im in images if im.folder != "renders"]
     renders = [im for im in images if im.folder == "renders"]
-    out: dict = {"threshold": choose_threshold(models, photos, wrong_target)}
+    # One reader for every kind, its sessions remembering what they read (RowMemo): the candidate
+    # thresholds and the kinds read the same images again.
+    reader = DiceReader(models, threads=0)
+    remember_rows(reader)
+    out: dict = {"threshold": choose_threshold(models, photos, wrong_target, reader)}
     # One per kind: a d10's numeral is read far more surely than a tens die's (two digits).
     for kind in NUMBERED:
         of_kind = [replace(im, dice=tuple(d for d in im.dice if d.kind == kind)) for im in renders]
         of_kind = [im for im in of_kind if im.dice]
         if of_kind:
             log(f"{kind} (calib renders):")
-            out.setdefault("thresholds", {})[kind] = choose_threshold(models, of_kind, wrong_target)
+            out.setdefault("thresholds", {})[kind] = choose_threshold(models, of_kind, wrong_target, reader)
     return out
 
 
-def choose_threshold(models: Path, images, wrong_target: float) -> float:
+def choose_threshold(models: Path, images, wrong_target: float, reader=None) -> float:
     """The lowest confidence threshold (0.5..0.99) at which the calib split's dice reported
     ``ok`` are expected to be read wrong at most ``wrong_target`` of the time; 0.99 if none.
 
@@ -852,14 +909,17 @@ def choose_threshold(models: Path, images, wrong_target: float) -> float:
     error, a sixth of the 0.3% target). Each candidate threshold is scored as it would run:
     the reader (with ``reader.json``'s second look, which reads again the dice below that same
     threshold) reads every image and :func:`pi_table.vision.evaluate.score_image` scores it;
-    the counted errors are logged beside the expected ones.
+    the counted errors are logged beside the expected ones. ``reader``: a
+    :class:`~pi_table.vision.reader.DiceReader` of ``models`` to read with (its threshold
+    settings are changed), e.g. one whose sessions remember rows (:func:`remember_rows`);
+    default a new one.
     """
     from pi_table.vision.evaluate import Score, score_image
     from pi_table.vision.reader import DiceReader
 
     if not images:
         return 0.9
-    reader = DiceReader(models, threads=0)
+    reader = reader or DiceReader(models, threads=0)
     reader.thresholds = {}
     scored = None
     for t in np.round(np.arange(0.5, 0.991, 0.01), 2):
