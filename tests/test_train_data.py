@@ -760,6 +760,7 @@ def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, capsys):
 
 @pytest.mark.parametrize("extra, says", [(["--stop-after", "5"], "error: --stop-after: needs --checkpoint, the file the run goes on from"),
                                          (["--checkpoint", "c.pt", "--workers", "2"], "error: --checkpoint: needs --workers 0, got 2 (loader workers' batches cannot be resumed)"),
+                                         (["--checkpoint", "c.pt", "--device", "cuda"], "error: --checkpoint: needs --device cpu, got cuda (the GPU's random stream is not saved)"),
                                          (["--checkpoint-every", "0"], "error: --checkpoint-every must be 1 or more, got 0")])
 def test_checkpoint_options_are_checked_in_one_line(tmp_path, capsys, extra, says):
     from pi_table.train.numerals import parse_args

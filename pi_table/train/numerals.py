@@ -104,6 +104,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "cpu or cuda[:N]")))
     if args.stop_after is not None and args.checkpoint is None:
         refuse("--stop-after", "needs --checkpoint, the file the run goes on from")
+    if args.checkpoint is not None and args.device != "cpu":
+        refuse("--checkpoint", f"needs --device cpu, got {args.device} (the GPU's random stream is not saved)")
     if args.checkpoint is not None and args.workers:
         refuse("--checkpoint", f"needs --workers 0, got {args.workers} (loader workers' batches cannot be resumed)")
     return args
@@ -322,7 +324,7 @@ def main(argv=None) -> int:
         log(f"numerals: going on from step {first} of {args.steps} ({args.checkpoint})")
     started -= before
     t0 = time.time() - before
-    last = min(args.steps, args.stop_after or args.steps)
+    last = max(first, min(args.steps, args.stop_after or args.steps))  # a --stop-after the checkpoint passed: no step
 
     def checkpoint(step: int) -> None:
         save_checkpoint(args.checkpoint, {"options": run_options(args), "step": step, "net": net.state_dict(),
