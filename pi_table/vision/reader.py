@@ -372,7 +372,9 @@ class Detector:
         canvas = np.empty((px, px, 3), np.uint8)
         canvas[:] = _edge_colour(image)
         if ix1 - ix0 >= 2 and iy1 - iy0 >= 2:
-            cx0, cy0 = round((ix0 - wx0) * f), round((iy0 - wy0) * f)
+            # ix0 is wx0 rounded down: inside the image the part starts up to a pixel before the window,
+            # which must not place it at canvas row or column -1 (a negative slice: a broadcast error).
+            cx0, cy0 = max(0, round((ix0 - wx0) * f)), max(0, round((iy0 - wy0) * f))
             cw, ch = min(px - cx0, max(1, round((ix1 - ix0) * f))), min(px - cy0, max(1, round((iy1 - iy0) * f)))
             if cw > 0 and ch > 0:
                 part = cv2.resize(image[iy0:iy1, ix0:ix1], (cw, ch), interpolation=cv2.INTER_AREA if f < 1 else cv2.INTER_LINEAR)
