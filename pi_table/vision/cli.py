@@ -1,4 +1,4 @@
-"""``pi-table read``, ``pi-table eval`` and ``pi-table bench`` (../shared/INTERFACES.md)."""
+"""``pi-table read``, ``pi-table check``, ``pi-table eval`` and ``pi-table bench`` (../shared/INTERFACES.md)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def parse_thresholds(text: str | None) -> tuple[float, ...]:
 
 
 def register(sub) -> None:
-    """Add ``read``, ``eval`` and ``bench`` to the ``pi-table`` parser."""
+    """Add ``read``, ``check``, ``eval`` and ``bench`` to the ``pi-table`` parser."""
     p = sub.add_parser("read", help="read the dice in still images")
     p.add_argument("images", nargs="+", metavar="IMAGE")
     p.add_argument("--json", action="store_true", help="one JSON object per image, one per line")
@@ -48,6 +48,19 @@ def register(sub) -> None:
     p.add_argument("--models", help="model folder (default: the shipped models/)")
     p.add_argument("--threads", type=int, default=0, help="inference threads (0 = all cores)")
     p.set_defaults(func=_read)
+
+    p = sub.add_parser("check", help="check the camera: are the dice big enough and read (one frame)",
+                       description="Read one frame as the table would and say, per die, how many pixels across it "
+                                   "shows against what its kind needs, then what to change (hardware.md).")
+    p.add_argument("images", nargs="*", metavar="IMAGE", help="photos to check (default: one frame from --source)")
+    p.add_argument("--source", help="picamera, webcam:N, video:PATH, folder:DIR or demo (default: the Pi camera "
+                                    "where one is present, else demo)")
+    p.add_argument("--kinds", help="die kinds in play, e.g. d6,d10: every die is held to the most pixels any of them "
+                                   "needs (default: each die to its own kind's)")
+    p.add_argument("--json", action="store_true", help="one JSON object per frame, one per line")
+    p.add_argument("--models", help="model folder (default: the shipped models/)")
+    p.add_argument("--threads", type=int, default=0, help="inference threads (0 = all cores)")
+    p.set_defaults(func=_check)
 
     p = sub.add_parser("eval", help="score the reader against a labelled folder")
     p.add_argument("folder", metavar="DIR")
@@ -96,6 +109,44 @@ def _reader(args, threads=None):
     return DiceReader(args.models, threads=args.threads if threads is None else threads)
 
 
+def _note_unread_kinds(reader, kinds) -> None:
+    """A note on stderr for kinds in ``kinds`` the reader does not read (their dice are not
+    reported); ValueError when it reads none of them."""
+    unread = [k for k in kinds or () if k not in reader.kinds]
+    if unread and len(unread) == len(kinds):
+        raise ValueError(f"--kinds {','.join(kinds)}: this reader reads none of them (it reads {', '.join(reader.kinds)})")
+    if unread:  # e.g. a skill check with a d12 in play: its dice are not reported, and the table should know
+        print(f"pi-table: note: this reader does not read {', '.join(unread)} (it reads {', '.join(reader.kinds)}); "
+              "such dice are not reported", file=sys.stderr)
+
+
+def _check(args) -> int:
+    from pi_table.vision.check import check_frame, format_check
+    from pi_table.vision.reader import load_image
+
+    kinds = parse_kinds(args.kinds)
+    if args.images and args.source:
+        raise ValueError("give IMAGE files or --source, not both")
+    frames = [(path, load_image(path)) for path in args.images]  # every input checked before any work
+    reader = _reader(args)
+    _note_unread_kinds(reader, kinds)
+    if not frames:
+        from pi_table.capture.sources import open_source
+
+        source = open_source(args.source)
+        try:
+            frame = next(iter(source), None)
+            if frame is None:
+                raise ValueError(f"source {source.spec or args.source!r} gave no frame")
+            frames = [(frame.name, frame.image_to_read())]
+        finally:
+            source.close()
+    for name, image in frames:
+        check = check_frame(reader, image, name=str(name), kinds=kinds)
+        print(json.dumps(check.to_json()) if args.json else format_check(check), flush=True)
+    return 0
+
+
 def _read(args) -> int:
     from pi_table.vision.reader import load_image
 
@@ -104,12 +155,7 @@ def _read(args) -> int:
     for path in args.images:  # check every input before any work: one clear error, nothing half-printed
         images.append((path, load_image(path)))
     reader = _reader(args)
-    unread = [k for k in kinds or () if k not in reader.kinds]
-    if unread and len(unread) == len(kinds):
-        raise ValueError(f"--kinds {','.join(kinds)}: this reader reads none of them (it reads {', '.join(reader.kinds)})")
-    if unread:  # e.g. a skill check with a d12 in play: its dice are not reported, and the table should know
-        print(f"pi-table: note: this reader does not read {', '.join(unread)} (it reads {', '.join(reader.kinds)}); "
-              "such dice are not reported", file=sys.stderr)
+    _note_unread_kinds(reader, kinds)
     for path, image in images:
         reading = (reader.read_crop if args.crop else reader.read)(image, name=path, kinds=kinds)
         if args.json:
