@@ -270,18 +270,20 @@ def test_cli_odds_any_options(argv, capsys):
 
 @FEW
 @given(data=st.data())
-def test_cli_read_and_eval_any_options(data, capsys, tmp_path_factory):
+def test_cli_read_eval_and_check_any_options(data, capsys, tmp_path_factory):
     folder = tmp_path_factory.mktemp("cli")
     (folder / "not-an-image.jpg").write_bytes(b"\x00garbage")
     (folder / "empty.png").write_bytes(b"")
     path = data.draw(st.sampled_from([str(folder / "not-an-image.jpg"), str(folder / "empty.png"), str(folder), "/nonexistent/x.jpg"])
                      | st.text(min_size=1, max_size=12).filter(lambda s: not s.startswith("-")), label="path")
-    command = data.draw(st.sampled_from(["read", "eval"]), label="command")
+    command = data.draw(st.sampled_from(["read", "eval", "check"]), label="command")
     argv = [command, path]
     opts = ["--kinds", "--models", "--threads"] + (["--limit", "--cut-crops"] if command == "eval" else [])
+    opts += ["--source"] if command == "check" else []
     for opt in data.draw(st.lists(st.sampled_from(opts), max_size=2, unique=True), label="options"):
         argv += [opt, data.draw(words, label=opt)]
-    argv += data.draw(st.lists(st.sampled_from(["--json", "--crop"] + (["--held-out"] if command == "eval" else [])),
+    argv += data.draw(st.lists(st.sampled_from(["--json"] + (["--crop"] if command != "check" else [])
+                                               + (["--held-out"] if command == "eval" else [])),
                                max_size=2, unique=True), label="flags")
     status, text = run_cli(argv, capsys)
     assert_clean(status, text, argv)
@@ -380,3 +382,36 @@ def test_serve_bad_config_values_exit_2(line, capsys, tmp_path, monkeypatch):
         Device.pin_factory.reset()
         Device.pin_factory = old
     assert status == 2 and "Traceback" not in text, (argv, status, text[-300:])
+
+
+@pytest.fixture(scope="module")
+def shipped_reader():
+    from pi_table.vision.reader import DiceReader
+
+    return DiceReader(threads=1)
+
+
+@FEW
+@given(data=st.data())
+def test_the_reader_reads_any_part_of_a_photo_at_any_scale(shipped_reader, data):
+    """Any window of a demo photo, scaled by 0.05-3 times (each axis on its own), sometimes in a
+    border or turned: the reader returns a Reading (dice boxes inside the frame), never an error
+    (a window starting a fraction of a pixel into the image once put the enlarged look's part at
+    canvas row -1)."""
+    import cv2
+
+    from pi_table.capture.sources import DEMO_DIR
+
+    image = cv2.imread(str(data.draw(st.sampled_from(sorted(DEMO_DIR.glob("*.jpg"))), label="photo")))
+    h, w = image.shape[:2]
+    x0, y0 = data.draw(st.integers(0, w - 1), label="x0"), data.draw(st.integers(0, h - 1), label="y0")
+    x1, y1 = data.draw(st.integers(x0 + 1, w), label="x1"), data.draw(st.integers(y0 + 1, h), label="y1")
+    fx, fy = (data.draw(st.floats(0.05, 3.0), label=axis) for axis in ("fx", "fy"))
+    part = cv2.resize(image[y0:y1, x0:x1], (max(1, round((x1 - x0) * fx)), max(1, round((y1 - y0) * fy))))
+    if data.draw(st.booleans(), label="border"):
+        part = cv2.copyMakeBorder(part, 40, 10, 90, 0, cv2.BORDER_CONSTANT, value=(30, 90, 30))
+    part = np.ascontiguousarray(np.rot90(part, data.draw(st.integers(0, 3), label="turns")))
+    reading = shipped_reader.read(part)
+    assert (reading.width, reading.height) == (part.shape[1], part.shape[0])
+    for die in reading.dice:
+        assert -1 <= die.box[0] < die.box[2] <= part.shape[1] + 1 and -1 <= die.box[1] < die.box[3] <= part.shape[0] + 1
