@@ -588,16 +588,17 @@ def test_each_shipped_model_reads_a_row_as_it_reads_it_alone(name):
     a run: its input's batch is fixed at 1.)"""
     from pi_table.vision.reader import _session, models_dir
 
-    session = _session(models_dir() / name, 1)
     rng = np.random.default_rng(7)
-    feed = {i.name: rng.random((4, *[d if isinstance(d, int) else 8 for d in i.shape[1:]]), dtype=np.float32)
-            for i in session.get_inputs()}
-    names = [o.name for o in session.get_outputs()]
-    whole = session.run(names, feed)
-    alone = session.run(names, {k: v[2:3] for k, v in feed.items()})
-    pair = session.run(names, {k: v[1:3] for k, v in feed.items()})
-    for w, a, p in zip(whole, alone, pair):
-        assert np.array_equal(w[2:3], a) and np.array_equal(w[1:3], p)
+    for threads in (1, 0):  # 0: all cores, as the calibration reads
+        session = _session(models_dir() / name, threads)
+        feed = {i.name: rng.random((4, *[d if isinstance(d, int) else 8 for d in i.shape[1:]]), dtype=np.float32)
+                for i in session.get_inputs()}
+        names = [o.name for o in session.get_outputs()]
+        whole = session.run(names, feed)
+        alone = session.run(names, {k: v[2:3] for k, v in feed.items()})
+        pair = session.run(names, {k: v[1:3] for k, v in feed.items()})
+        for w, a, p in zip(whole, alone, pair):
+            assert np.array_equal(w[2:3], a) and np.array_equal(w[1:3], p)
 
 
 def test_row_memo_runs_only_rows_it_has_not_read():

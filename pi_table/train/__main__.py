@@ -822,11 +822,13 @@ class RowMemo:
     are run, in one batch.
 
     Every input and output of the wrapped model must have the batch first (the kit's detector,
-    classifiers, numeral and cocked-die models do). The kit's crop models read each row on its own (a
-    row's outputs do not depend on the rows beside it: checked by ``tests/test_vision.py``) and the
-    detector reads one image a run, so the outputs are the same bytes as the session's. Made for :func:`choose_threshold`, which reads the
-    same calib images again at each candidate threshold: only the dice newly below the threshold
-    are new crops. Every other attribute is the session's.
+    classifiers, numeral and cocked-die models do). The kit's crop models read each row on its own
+    (a row's outputs do not depend on the rows beside it, on one thread or all: checked by
+    ``tests/test_vision.py``) and the detector reads one image a run, so the outputs are the same
+    bytes as the session's. Made for :func:`choose_threshold`, which reads the same calib images
+    again at each candidate threshold: only the dice newly below the threshold are new crops.
+    Memory grows with what is read (the detector's maps are the most: about 0.1-2 MB an image,
+    by its size). Every other attribute is the session's.
     """
 
     def __init__(self, session):
