@@ -863,10 +863,9 @@ class RowMemo:
 def remember_rows(reader) -> None:
     """Wrap each of ``reader``'s onnxruntime sessions (detector, classifiers, numeral and
     cocked-die models) in a :class:`RowMemo`, in place."""
-    reader.detector.session = RowMemo(reader.detector.session)
-    for model in (reader.classifier, reader.numerals, reader.cocked):
-        if model is not None:
-            model.sessions = [RowMemo(s) for s in model.sessions]
+    from pi_table.vision.reader import wrap_sessions
+
+    wrap_sessions(reader, lambda session, path: RowMemo(session))
 
 
 def choose_thresholds(models: Path, images, wrong_target: float) -> dict:

@@ -72,12 +72,10 @@ def time_models(reader) -> dict:
     cocked-die models) add the ms its runs take to the returned tally, keyed by model file name
     (``detector.onnx``, ``classifier.onnx``, ...). The tally starts empty; clear it between
     frames. A perf_counter pair per run: microseconds against the runs' milliseconds."""
+    from pi_table.vision.reader import wrap_sessions
+
     tally: dict[str, float] = {}
-    det = reader.detector
-    det.session = _TimedSession(det.session, det.path.name, tally)
-    for model in (reader.classifier, reader.numerals, reader.cocked):
-        if model is not None:
-            model.sessions = [_TimedSession(s, p.name, tally) for s, p in zip(model.sessions, model.paths)]
+    wrap_sessions(reader, lambda session, path: _TimedSession(session, path.name, tally))
     return tally
 
 

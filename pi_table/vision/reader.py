@@ -587,6 +587,18 @@ class Classifier:
         return p / p.sum(axis=1, keepdims=True)
 
 
+def wrap_sessions(reader, wrap) -> None:
+    """Replace each onnxruntime session of ``reader`` (a :class:`DiceReader`: detector,
+    classifiers, numeral and cocked-die models) by ``wrap(session, path)``, ``path`` its model
+    file, in place: for timing (``pi-table bench --per-model``) or remembering reads
+    (the calibration's ``RowMemo``)."""
+    det = reader.detector
+    det.session = wrap(det.session, det.path)
+    for model in (reader.classifier, reader.numerals, reader.cocked):
+        if model is not None:
+            model.sessions = [wrap(s, p) for s, p in zip(model.sessions, model.paths)]
+
+
 #: A numbered die's shape class in the classifier: ``d8:*``, ``d10:*`` (d10-tens share the d10's shape).
 def shape_class(kind: str) -> str:
     """The classifier's shape class for a numbered die of ``kind`` ("d10-tens" -> "d10:*")."""
