@@ -63,8 +63,10 @@ def register(sub) -> None:
     p.set_defaults(func=_check)
 
     p = sub.add_parser("eval", help="score the reader against a labelled folder")
-    p.add_argument("folder", metavar="DIR")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("folder", metavar="DIR", help="a labelled folder (images/ and YOLO labels/; a render folder's "
+                   "classes.txt names its classes), a folder of such folders (e.g. ../shared/data/real), or with "
+                   "--crop a folder of one-die crops")
+    p.add_argument("--json", action="store_true", help="the figures as one JSON object (per folder, kind and die size)")
     p.add_argument("--kinds", help="die kinds that may be reported")
     p.add_argument("--crop", action="store_true", help="DIR holds one-die crops named by face value")
     p.add_argument("--cut-crops", type=float, metavar="MARGIN", help="score read --crop on dice cut from DIR's labelled "
@@ -89,11 +91,11 @@ def register(sub) -> None:
     p.add_argument("--misses", metavar="OUT", help="write OUT/misses.json and a contact sheet per data folder "
                    "(OUT/<folder>.jpg): every die not read right and every false die, label box green, read box red")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
-    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0, help="inference threads (0 = all cores)")
     p.set_defaults(func=_eval)
 
     p = sub.add_parser("bench", help="recognition speed on this machine")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="the timings as one JSON object")
     p.add_argument("--repeats", type=int, default=30, help="timed reads per case")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
     p.add_argument("--per-model", action="store_true",
