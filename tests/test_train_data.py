@@ -155,6 +155,39 @@ def test_training_names_steps_below_one_in_one_line(capsys, option):
     assert e.value.code == 2 and capsys.readouterr().err.strip() == f"error: {option} must be 1 or more, got 0"
 
 
+@pytest.mark.parametrize("option", ["--wrong-target", "--numbered-wrong-target"])
+@pytest.mark.parametrize("value", ["0", "1", "-0.1"])
+def test_training_names_a_wrong_target_outside_zero_to_one_in_one_line(capsys, option, value):
+    from pi_table.train.__main__ import parse_args
+
+    assert parse_args(["--data", "x", "--out", "y", option, "0.0015"]).__dict__[option[2:].replace("-", "_")] == 0.0015
+    with pytest.raises(SystemExit) as e:
+        parse_args(["--data", "x", "--out", "y", option, value])
+    assert e.value.code == 2 and capsys.readouterr().err.strip() == f"error: {option} must be in (0, 1), got {float(value)}"
+
+
+def test_numbered_kinds_take_their_own_wrong_target(monkeypatch):
+    """choose_thresholds: the photos' threshold at --wrong-target, each numbered kind's at
+    --numbered-wrong-target (its default: the same)."""
+    from pathlib import Path
+
+    import pi_table.train.__main__ as train
+
+    monkeypatch.setattr("pi_table.vision.reader.DiceReader", lambda models, threads=0: object())
+    monkeypatch.setattr(train, "remember_rows", lambda reader: None)
+    asked = []
+    monkeypatch.setattr(train, "choose_threshold",
+                        lambda models, images, target, reader=None: asked.append((images[0].folder, target)) or target)
+    photo = LabelledImage(Path("p.jpg"), 64, 64, (LabelledDie("d6", "4", (0, 0, 9, 9)),), "nellbyler-d6-tray")
+    render = LabelledImage(Path("r.jpg"), 64, 64, (LabelledDie("d8", "7", (0, 0, 9, 9)),
+                                                   LabelledDie("d10-tens", "70", (20, 0, 29, 9))), "renders")
+    out = train.choose_thresholds(Path("m"), [photo, render], 0.003, 0.0015)
+    assert out == {"threshold": 0.003, "thresholds": {"d8": 0.0015, "d10-tens": 0.0015}}
+    assert asked == [("nellbyler-d6-tray", 0.003), ("renders", 0.0015), ("renders", 0.0015)]
+    asked.clear()
+    assert train.choose_thresholds(Path("m"), [photo, render], 0.003)["thresholds"] == {"d8": 0.003, "d10-tens": 0.003}
+
+
 @pytest.mark.parametrize("steps", [1, 3, 19, 20, 21, 40, 8000])
 def test_one_cycle_runs_any_step_count_and_keeps_the_five_percent_warm_up(steps):
     """torch's one-cycle schedule divided by zero at exactly 20 steps (warm-up 5%: one step); every

@@ -795,16 +795,19 @@ def test_thresholds_are_chosen_without_the_refine_passes_reader_json_then_gets(t
     monkeypatch.setattr(train, "calib_logits", lambda models, images, cls: (rng.normal(size=(8, 3)), rng.integers(0, 3, 8)))
     during = []
 
-    def choose(models, images, wrong_target):
+    def choose(models, images, wrong_target, numbered_target=None):
         during.append(json.loads((models / "reader.json").read_text())["refine_unsure"])
+        targets.append((wrong_target, numbered_target))
         return {"threshold": 0.93}
+
+    targets = []
 
     monkeypatch.setattr(train, "choose_thresholds", choose)
     config = {"classifier": {"classes": classes, "temperature": 1.0}, "threshold": 0.9, "refine_unsure": 2}
     args = Namespace(refine_unsure=2, cascade=None, thresholds_with_refine=with_refine, second_look=4, threshold=None,
-                     wrong_target=0.003)
+                     wrong_target=0.003, numbered_wrong_target=0.0015)
     figures = train.calibrate_reader(tmp_path, config, [], args)
-    assert during == [2 if with_refine else 0]
+    assert during == [2 if with_refine else 0] and targets == [(0.003, 0.0015)]
     written = json.loads((tmp_path / "reader.json").read_text())
     assert written["refine_unsure"] == figures["refine_unsure"] == 2 and written["threshold"] == 0.93
 

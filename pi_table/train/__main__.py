@@ -80,6 +80,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "(default: chosen on the calib split, see --wrong-target)")
     p.add_argument("--wrong-target", type=float, default=0.003, help="the chosen threshold is the lowest at which the calib "
                    "split's dice reported ok are expected (from their calibrated confidence) to be read wrong at most this share")
+    p.add_argument("--numbered-wrong-target", type=float, default=None, help="the same for the numbered kinds' "
+                   "thresholds (d8, d10, d10-tens), chosen on the calib renders (default: --wrong-target). Those renders "
+                   "share fonts, colours and backgrounds with training; new dice do not, and read wrong more often than "
+                   "the calib renders expect (models/numerals.md)")
     p.add_argument("--cls-augment", type=float, default=0.6, help="strength of the crops' photometric augmentation")
     p.add_argument("--paste", type=float, default=0.4, help="share of samples whose dice are pasted onto a new surface")
     p.add_argument("--recolour", type=float, default=0.0, help="chance that a pasted die is recoloured (a random "
@@ -135,7 +139,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--cls-width", args.cls_width, args.cls_width > 0, "above 0"),
                         ("--recolour", args.recolour, 0 <= args.recolour <= 1, "0..1"),
                         ("--distill-weight", args.distill_weight, 0 <= args.distill_weight <= 1, "0..1"),
-                        ("--cascade", args.cascade, args.cascade is None or 0 < args.cascade <= 1, "in (0, 1]")))
+                        ("--cascade", args.cascade, args.cascade is None or 0 < args.cascade <= 1, "in (0, 1]"),
+                        ("--wrong-target", args.wrong_target, 0 < args.wrong_target < 1, "in (0, 1)"),
+                        ("--numbered-wrong-target", args.numbered_wrong_target,
+                         args.numbered_wrong_target is None or 0 < args.numbered_wrong_target < 1, "in (0, 1)")))
     return args
 
 
@@ -737,7 +744,7 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     config["refine_unsure"] = args.refine_unsure if args.thresholds_with_refine else 0
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     if args.threshold is None:
-        config.update(choose_thresholds(models, calib_imgs, args.wrong_target))
+        config.update(choose_thresholds(models, calib_imgs, args.wrong_target, getattr(args, "numbered_wrong_target", None)))
     else:
         config["threshold"] = args.threshold
     config["refine_unsure"] = args.refine_unsure
@@ -868,9 +875,10 @@ def remember_rows(reader) -> None:
     wrap_sessions(reader, lambda session, path: RowMemo(session))
 
 
-def choose_thresholds(models: Path, images, wrong_target: float) -> dict:
+def choose_thresholds(models: Path, images, wrong_target: float, numbered_target: float | None = None) -> dict:
     """``reader.json``'s ``threshold`` chosen on the calib photos, and ``thresholds`` for each
-    numbered kind chosen on the calib renders' dice of that kind (:func:`choose_threshold`).
+    numbered kind chosen on the calib renders' dice of that kind (:func:`choose_threshold`), at
+    ``numbered_target`` (default ``wrong_target``) expected wrong at ``ok``.
 
     Numbered dice have their own because they are read by another model, trained and calibrated
     on renders only: pooled with the photos' d6, their lower confidence would push the one
@@ -893,7 +901,8 @@ def choose_thresholds(models: Path, images, wrong_target: float) -> dict:
         of_kind = [im for im in of_kind if im.dice]
         if of_kind:
             log(f"{kind} (calib renders):")
-            out.setdefault("thresholds", {})[kind] = choose_threshold(models, of_kind, wrong_target, reader)
+            out.setdefault("thresholds", {})[kind] = choose_threshold(
+                models, of_kind, wrong_target if numbered_target is None else numbered_target, reader)
     return out
 
 
