@@ -744,7 +744,7 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     config["refine_unsure"] = args.refine_unsure if args.thresholds_with_refine else 0
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     if args.threshold is None:
-        config.update(choose_thresholds(models, calib_imgs, args.wrong_target, getattr(args, "numbered_wrong_target", None)))
+        config.update(choose_thresholds(models, calib_imgs, args.wrong_target, args.numbered_wrong_target))
     else:
         config["threshold"] = args.threshold
     config["refine_unsure"] = args.refine_unsure
@@ -895,14 +895,14 @@ def choose_thresholds(models: Path, images, wrong_target: float, numbered_target
     reader = DiceReader(models, threads=0)
     remember_rows(reader)
     out: dict = {"threshold": choose_threshold(models, photos, wrong_target, reader)}
+    numbered_target = wrong_target if numbered_target is None else numbered_target
     # One per kind: a d10's numeral is read far more surely than a tens die's (two digits).
     for kind in NUMBERED:
         of_kind = [replace(im, dice=tuple(d for d in im.dice if d.kind == kind)) for im in renders]
         of_kind = [im for im in of_kind if im.dice]
         if of_kind:
             log(f"{kind} (calib renders):")
-            out.setdefault("thresholds", {})[kind] = choose_threshold(
-                models, of_kind, wrong_target if numbered_target is None else numbered_target, reader)
+            out.setdefault("thresholds", {})[kind] = choose_threshold(models, of_kind, numbered_target, reader)
     return out
 
 
