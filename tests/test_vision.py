@@ -535,6 +535,14 @@ def test_training_smoke(tmp_path):
                             timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--calib-renders" in result.stderr and "Traceback" not in result.stderr
     assert json.loads((tmp_path / "reader.json").read_text())["cocked"] == settings  # kept
+    # --close-up-from: a folder's detector becomes the close-up detector (detector-big.onnx), named in reader.json
+    result = subprocess.run(recal + ["--close-up-from", str(tmp_path / "cf")], capture_output=True, text=True, timeout=600,
+                            cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "detector-big.onnx").read_bytes() == (tmp_path / "cf" / "detector.onnx").read_bytes()
+    assert json.loads((tmp_path / "reader.json").read_text())["detector"]["close_up_file"] == "detector-big.onnx"
+    result = subprocess.run(recal + ["--close-up-from", str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [f"error: --close-up-from: no detector.onnx in {renders}"]
     # a folder without trained models: one line, before any data is loaded, nothing made
     result = subprocess.run(recal[:-2] + ["--out", str(tmp_path / "none"), "--calibrate-only"], capture_output=True,
                             text=True, timeout=600, cwd=REPO)
@@ -558,6 +566,11 @@ def test_training_smoke(tmp_path):
                                 text=True, timeout=600, cwd=REPO)
         assert result.returncode == 2 and f"{lacking / 'classifier-2.onnx'} is not an ONNX model" in result.stderr
         assert "Traceback" not in result.stderr
+    shutil.copy(tmp_path / "classifier-2.onnx", lacking / "classifier-2.onnx")
+    (lacking / "detector-big.onnx").unlink()  # the close-up detector reader.json names: refused the same way
+    result = subprocess.run(recal[:-2] + ["--out", str(lacking), "--calibrate-only"], capture_output=True, text=True,
+                            timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--calibrate-only: no detector-big.onnx" in result.stderr
     (lacking / "reader.json").write_text("{not json")
     result = subprocess.run(recal[:-2] + ["--out", str(lacking), "--calibrate-only"], capture_output=True, text=True,
                             timeout=600, cwd=REPO)
@@ -1439,3 +1452,38 @@ def test_dice_small_in_the_frame_read_at_every_scale(reader):
         small = cv2.resize(image, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
         found[round(float(scale), 2)] = len(reader.read(small).dice)
     assert found[0.6] == 6 and found[0.5] == 6, found
+
+
+def test_a_close_up_detector_takes_the_zoomed_out_look_only(tmp_path):
+    """reader.json's detector.close_up_file: that detector makes the zoomed-out second look for big
+    dice (and its confirmation), the first look keeps detector.onnx; its runs are timed under its
+    own file name; a missing file is named."""
+    import shutil
+
+    from pi_table.vision.bench import time_models
+    from pi_table.vision.reader import models_dir
+
+    for f in models_dir().iterdir():
+        if f.is_file():
+            shutil.copy(f, tmp_path / f.name)
+    shutil.copy(tmp_path / "detector.onnx", tmp_path / "close-up.onnx")
+    config = json.loads((tmp_path / "reader.json").read_text())
+    config["detector"]["close_up_file"] = "close-up.onnx"
+    (tmp_path / "reader.json").write_text(json.dumps(config))
+    reader = DiceReader(tmp_path, threads=1)
+    assert reader.close_up_detector.path == tmp_path / "close-up.onnx"
+    calls = []
+    for det, name in ((reader.detector, "first"), (reader.close_up_detector, "close-up")):
+        det.big_dice = (lambda look, name: lambda image, found: calls.append(name) or look(image, found))(det.big_dice, name)
+    tally = time_models(reader)
+    image = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    reading = reader.read(image)
+    assert calls == ["close-up"] and reading.dice
+    assert tally["close-up.onnx"] > 0 and tally["detector.onnx"] > 0
+    # the same weights: the same dice as a reader that looks twice with one detector
+    plain = DiceReader(tmp_path, threads=1)
+    plain.close_up_detector = None
+    assert [(d.face, d.status, d.box) for d in reading.dice] == [(d.face, d.status, d.box) for d in plain.read(image).dice]
+    (tmp_path / "close-up.onnx").unlink()
+    with pytest.raises(FileNotFoundError, match="close-up.onnx"):
+        DiceReader(tmp_path, threads=1)

@@ -54,6 +54,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--cls-from", type=Path, default=None, help="model folder whose classifiers (its reader.json's "
                    "classifier files, same classes, crop size and margin) are reused instead of training them (for "
                    "detector experiments); its numeral and cocked-die models too where --out has none")
+    p.add_argument("--close-up-from", type=Path, default=None, help="model folder whose detector.onnx becomes the "
+                   "close-up detector (--out's detector-big.onnx, reader.json's detector.close_up_file): the one the "
+                   "zoomed-out second look for dice too big for the first uses; with --calibrate-only too")
     p.add_argument("--size-weight", type=float, default=2.0, help="weight of the detector's log box-size loss")
     p.add_argument("--det-batch", type=int, default=12)
     p.add_argument("--cls-batch", type=int, default=64)
@@ -252,9 +255,14 @@ def main(argv=None) -> int:
     # before loading any data: a wrong --distill or --cls-from fails at once
     teacher_model = load_teacher(args.distill, args.crop_size, args.threads) if args.distill else None
     reused = classifiers_from(args.cls_from, args.crop_size, args.margin) if args.cls_from else None
+    if args.close_up_from is not None and not (args.close_up_from / "detector.onnx").is_file():
+        refuse("--close-up-from", f"no detector.onnx in {args.close_up_from}")
     if reused is not None and args.member is not None:
         refuse("--cls-from", "reuses every classifier; --member trains one")
     rng, started = start(args)
+    if args.close_up_from is not None:
+        shutil.copyfile(args.close_up_from / "detector.onnx", args.out / CLOSE_UP_FILE)
+        log(f"close-up detector {args.out / CLOSE_UP_FILE} copied from {args.close_up_from / 'detector.onnx'}")
 
     # ---- data and splits
     by_folder: dict[str, list] = defaultdict(list)
@@ -531,12 +539,18 @@ def main(argv=None) -> int:
     cocked = args.out / "cocked.json"  # written by python3 -m pi_table.train.cocked
     if cocked.is_file():
         config["cocked"] = json.loads(cocked.read_text())
+    if (args.out / CLOSE_UP_FILE).is_file():  # --close-up-from, or a --det-from / --cls-from folder's
+        config["detector"]["close_up_file"] = CLOSE_UP_FILE
     history.update(calibrate_reader(args.out, config, calib_imgs, args))
     history.update(seconds=round(time.time() - started, 1), args={k: str(v) for k, v in vars(args).items()})
     (args.out / "train-log.json").write_text(json.dumps(history, indent=1) + "\n")
     log(f"done in {time.time() - started:.0f} s; temperature {history['temperature']:.3f}; models in {args.out}")
     return 0
 
+
+#: The close-up detector's file in a model folder (``--close-up-from``; reader.json's
+#: ``detector.close_up_file``; pi_table/vision/reader.py, "Big dice").
+CLOSE_UP_FILE = "detector-big.onnx"
 
 #: The temperature both sides' scores are softened by in :func:`distill_loss` (Hinton et al. 2015).
 DISTILL_TEMPERATURE = 2.0
@@ -577,11 +591,11 @@ def reuse_classifiers(folder: Path, entry: dict, classes: list[str], out: Path) 
 
 
 def take_side_models(folder: Path, out: Path) -> None:
-    """``--det-from``, ``--cls-from``: copy ``folder``'s numeral and cocked-die models into ``out``
-    where it has none. They are trained apart (their own commands); with them calibration reads
+    """``--det-from``, ``--cls-from``: copy ``folder``'s numeral, cocked-die and close-up detector
+    models into ``out`` where it has none. They are trained apart (their own commands); with them calibration reads
     numbered and cocked dice as that folder's reader does (without them it would fit thresholds
     on another reader)."""
-    for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json"):
+    for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json", CLOSE_UP_FILE):
         if (folder / name).is_file() and not (out / name).is_file():
             shutil.copyfile(folder / name, out / name)
             log(f"{name} taken from {folder}")
@@ -689,6 +703,7 @@ def check_trained(out: Path) -> None:
         config = json.loads((out / "reader.json").read_text())
         entries = [config["detector"], config["classifier"], *(config[k] for k in ("numerals", "cocked") if k in config)]
         names = [name for entry in entries for name in model_files(entry)]
+        names += [config["detector"]["close_up_file"]] if "close_up_file" in config["detector"] else []
     except (ValueError, KeyError, TypeError) as e:
         refuse("--calibrate-only", f"{out / 'reader.json'} is not a reader's settings ({type(e).__name__}: {e})")
     import onnx
@@ -765,6 +780,8 @@ def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> 
         refuse("--calibrate-only", f"{splits_json} is not this data's split for seed {args.seed}")
     started = time.time()
     config = json.loads(reader_json.read_text())
+    if args.close_up_from is not None:  # copied by main
+        config["detector"]["close_up_file"] = CLOSE_UP_FILE
     figures = calibrate_reader(args.out, config, calib_imgs, args)
     log_path = args.out / "train-log.json"
     history = json.loads(log_path.read_text()) if log_path.is_file() else {}

@@ -102,7 +102,9 @@ def main(argv=None) -> int:
         cmds.append(f"pi-table eval {folder} --held-out --models {models}")
     speed = bench(lambda t: DiceReader(args.models, threads=t), repeats=30)
     cls_files = model_files(config["classifier"])
-    sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", *cls_files, "numerals.onnx", "cocked.onnx")
+    close_up = config["detector"].get("close_up_file")  # the zoomed-out look's own detector, if any
+    sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", *([close_up] if close_up else []), *cls_files,
+                                                             "numerals.onnx", "cocked.onnx")
              if (args.models / f).is_file()}
     log = json.loads((args.models / "train-log.json").read_text()) if (args.models / "train-log.json").is_file() else {}
     classes = config["classifier"]["classes"]
@@ -218,9 +220,11 @@ The build machine is shared and its speed changes from day to day (the same mode
                     f"{config.get('refine_unsure', 0)} for a die below its threshold (`refine_unsure`). Trained with copy-paste "
                     f"(Dwibedi et al. 2017): {log.get('args', {}).get('paste', '?')} of the detector's and "
                     f"classifier's samples have real dice pasted onto synthetic surfaces neither folder has.")
+    close_up_text = (f", and the close-up detector `{close_up}` ({sizes[close_up] / 1e6:.2f} MB), the zoomed-out second "
+                     f"look's (reader.py, \"Big dice\")" if close_up in sizes else "")
     (args.models / "detector.md").write_text(f"""# detector.onnx — finds every die in a tray photo
 
-Size {sizes['detector.onnx'] / 1e6:.2f} MB (all shipped models together {sum(sizes.values()) / 1e6:.2f} MB).
+Size {sizes['detector.onnx'] / 1e6:.2f} MB{close_up_text} (all shipped models together {sum(sizes.values()) / 1e6:.2f} MB).
 CenterNet-style fully convolutional net (Zhou et al. 2019, "Objects as Points"): input `image`
 float32 1x3xHxW RGB 0..1, the photo scaled so its long side is {det['input']} px and padded to a
 multiple of 32; outputs at stride 4 `heat` (die centres, 0..1), `size` (box w, h in cells),

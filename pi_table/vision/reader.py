@@ -13,7 +13,11 @@
    parts include two that the classifier calls dice is a cluster of dice seen as one, and is
    dropped (:meth:`Detector.big_dice`, :meth:`DiceReader._with_big_dice`). A die not surely read
    that lies at least half inside a die 1.5 times its size across is one of its faces, numerals or
-   pips, and is dropped too (:meth:`DiceReader._without_parts`).
+   pips, and is dropped too (:meth:`DiceReader._without_parts`). The second look and its
+   confirmation may use a detector of their own (``reader.json``'s ``detector.close_up_file``,
+   ``models/detector-big.onnx``: the same net trained with close-up renders as well, whose big
+   dice are sharp, not small ones scaled up; models/detector.md, "Close-up detector"), so that
+   the first look, which reads every tray photo, stays the one the photos were measured with.
    **Small dice**: near the bottom of that range the net misses dice (a phone photo of the
    whole table), so when the first look's median die is under 14 input pixels the image is
    looked at again enlarged, its dice about 28 across (``reader.json``'s ``zoom_in``, default
@@ -588,12 +592,13 @@ class Classifier:
 
 
 def wrap_sessions(reader, wrap) -> None:
-    """Replace each onnxruntime session of ``reader`` (a :class:`DiceReader`: detector,
+    """Replace each onnxruntime session of ``reader`` (a :class:`DiceReader`: detectors,
     classifiers, numeral and cocked-die models) by ``wrap(session, path)``, ``path`` its model
     file, in place: for timing (``pi-table bench --per-model``) or remembering reads
     (the calibration's ``RowMemo``)."""
-    det = reader.detector
-    det.session = wrap(det.session, det.path)
+    for det in (reader.detector, reader.close_up_detector):
+        if det is not None:
+            det.session = wrap(det.session, det.path)
     for model in (reader.classifier, reader.numerals, reader.cocked):
         if model is not None:
             model.sessions = [wrap(s, p) for s, p in zip(model.sessions, model.paths)]
@@ -718,6 +723,12 @@ class DiceReader:
         where it lacks one or has one of the wrong type."""
         det, cls = self.config["detector"], self.config["classifier"]
         self.detector = Detector(self.models / det["file"], det["input"], det["threshold"], threads)
+        close_up = det.get("close_up_file")
+        #: The detector of the zoomed-out second look for dice too big for the first
+        #: (``reader.json``'s ``detector.close_up_file``; module docstring, "Big dice"), or None: the
+        #: first look's detector looks again itself.
+        self.close_up_detector = (Detector(self.models / close_up, det["input"], det["threshold"], threads)
+                                  if close_up else None)
         self.classifier = Classifier([self.models / f for f in model_files(cls)], cls["classes"], cls["temperature"], cls["crop_size"],
                                      cls["margin"], threads, cls.get("shape_temperature"), cls.get("cascade"))
         num = self.config.get("numerals")
@@ -963,7 +974,7 @@ class DiceReader:
         dropped: set[int] = set()
         big = []
         none = self.classifier.classes.index("none")
-        for die, parts in self.detector.big_dice(image, detections):
+        for die, parts in (self.close_up_detector or self.detector).big_dice(image, detections):
             parts = [i for i in parts if i not in dropped]
             if len(parts) >= 2:
                 p = self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, [boxes[i] for i in parts])),
