@@ -14,7 +14,7 @@ import pytest
 
 from pi_table.vision import DiceReader, crop_die, load_image
 from pi_table.vision.dataset import LabelledDie, LabelledImage, load_crops, load_yolo, parse_crop_label
-from pi_table.vision.reader import Classifier, decode, iou, reading_order
+from pi_table.vision.reader import Classifier, _tensor, decode, iou, iou_matrix, reading_order
 from tests.conftest import REPO, drawn_die_scene, need_shared
 
 DEMO = REPO / "pi_table" / "demo"
@@ -65,6 +65,49 @@ def test_decode_finds_peaks_and_suppresses_neighbours():
     found = decode(heat, size, offset, threshold=0.3, stride=4.0, width=80, height=80)
     assert [round(d.score, 2) for d in found] == [0.9, 0.6]
     assert found[0].box == pytest.approx((14.0, 14.0, 30.0, 30.0))
+
+
+def test_decode_suppresses_only_by_kept_boxes():
+    # three peaks in a row, boxes 8 cells wide: B overlaps A (IoU 0.6) and is dropped; C overlaps
+    # B (0.6) but A only by 0.33, and B was not kept, so C stays (greedy NMS)
+    heat = np.zeros((20, 20), np.float32)
+    heat[10, 5], heat[10, 7], heat[10, 9] = 0.9, 0.8, 0.7
+    size = np.full((2, 20, 20), 8.0, np.float32)
+    offset = np.zeros((2, 20, 20), np.float32)
+    found = decode(heat, size, offset, threshold=0.3, stride=1.0, width=20, height=20)
+    assert [round(d.score, 2) for d in found] == [0.9, 0.7]
+    assert all(isinstance(v, float) for d in found for v in d.box)
+    assert decode(np.zeros((20, 20), np.float32), size, offset, threshold=0.3, stride=1.0, width=20, height=20) == []
+
+
+def test_iou_matrix_matches_iou():
+    rng = np.random.default_rng(0)
+    corners = rng.uniform(0, 50, (12, 2))
+    a = np.concatenate([corners, corners + rng.uniform(0, 20, (12, 2))], axis=1)
+    a[3, 2:] = a[3, :2]  # a box of no area: IoU 0 with everything
+    b = a[::-1][:7]
+    m = iou_matrix(a, b)
+    assert m.shape == (12, 7)
+    assert m.tolist() == [[iou(tuple(x), tuple(y)) for y in b] for x in a]
+    assert iou_matrix([], a).shape == (0, 12)
+
+
+def test_tensors_are_numpys_swap_transpose_and_scale():
+    # the reader's tensors come from OpenCV's blobFromImage(s); they must hold exactly what the
+    # training code's NumPy conversion gives (RGB, NCHW, value / 255 in float32)
+    rng = np.random.default_rng(1)
+    canvas = rng.integers(0, 256, (37, 64, 3), dtype=np.uint8)
+    want = np.ascontiguousarray(canvas[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) * (1 / 255))
+    got = _tensor(canvas)
+    assert got.dtype == np.float32 and got.shape == (1, 3, 37, 64) and got.flags["C_CONTIGUOUS"]
+    assert np.array_equal(got, want)
+    image = rng.integers(0, 256, (120, 90, 3), dtype=np.uint8)
+    model = Classifier.__new__(Classifier)  # only crops() is used: no model file needed
+    model.crop_size, model.margin = 24, 1.3
+    boxes = [(10, 10, 40, 50), (50, 60, 80, 100)]
+    crops = np.stack([crop_die(image, b, 24, 1.3) for b in boxes])
+    want = np.ascontiguousarray(crops[:, :, :, ::-1].transpose(0, 3, 1, 2).astype(np.float32) * (1 / 255))
+    assert np.array_equal(model.crops(image, boxes), want)
 
 
 def test_reading_order_rows_then_columns():
