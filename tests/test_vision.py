@@ -1293,13 +1293,14 @@ def test_a_cluster_of_small_dice_is_not_taken_for_one_big_die(reader, monkeypatc
     xs = [v for d in found[:3] for v in (d.box[0], d.box[2])]
     ys = [v for d in found[:3] for v in (d.box[1], d.box[3])]
     cluster = (min(xs) - 5, min(ys) - 5, max(xs) + 5, max(ys) + 5)
-    monkeypatch.setattr(reader.detector, "big_dice", lambda im, f: [(Detection(cluster, 0.9), [0, 1, 2])])
+    looker = reader.close_up_detector or reader.detector  # the detector of the zoomed-out look
+    monkeypatch.setattr(looker, "big_dice", lambda im, f: [(Detection(cluster, 0.9), [0, 1, 2])])
     assert reader._with_big_dice(image, found) == [d.box for d in found]
     # Three boxes of bare tray (no die) inside a big box: parts, dropped for it.
     tray = [(5.0, 5.0, 25.0, 25.0), (30.0, 5.0, 50.0, 25.0), (5.0, 30.0, 25.0, 50.0)]
     blank = np.full((400, 400, 3), 200, np.uint8)
     fake = [Detection(b, 0.5) for b in tray] + [Detection((300.0, 300.0, 330.0, 330.0), 0.8)]
-    monkeypatch.setattr(reader.detector, "big_dice", lambda im, f: [(Detection((0.0, 0.0, 60.0, 60.0), 0.9), [0, 1, 2])])
+    monkeypatch.setattr(looker, "big_dice", lambda im, f: [(Detection((0.0, 0.0, 60.0, 60.0), 0.9), [0, 1, 2])])
     assert reader._with_big_dice(blank, fake) == [(0.0, 0.0, 60.0, 60.0), (300.0, 300.0, 330.0, 330.0)]
 
 
