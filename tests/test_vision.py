@@ -1502,8 +1502,6 @@ def test_a_close_up_detector_takes_the_zoomed_out_look_only(tmp_path):
     """reader.json's detector.close_up_file: that detector makes the zoomed-out second look for big
     dice (and its confirmation), the first look keeps detector.onnx; its runs are timed under its
     own file name; a missing file is named."""
-    import shutil
-
     from pi_table.vision.bench import time_models
     from pi_table.vision.reader import models_dir
 
