@@ -128,7 +128,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "thresholds again for the models in --out (trained with the same --data, --renders and --seed); "
                    "with --int8, float classifiers there are first quantised as an --int8 run writes them")
     p.add_argument("--int8", action="store_true", help="write the classifiers with int8 weights (7-bit), a quarter of "
-                   "the size and faster on a CPU (nets.quantize_int8; tried, not shipped: models/classifier.md)")
+                   "the size and faster on a CPU (nets.quantize_int8; the shipped pair is int8: models/classifier.md)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
