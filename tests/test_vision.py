@@ -435,6 +435,30 @@ def test_training_smoke(tmp_path):
     result = subprocess.run(cocked[:-3] + ["--out", str(tmp_path / "untrained"), "--smoke"], capture_output=True,
                             text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--out: no reader.json" in result.stderr and "Traceback" not in result.stderr
+    # --int8: the same model with int8 weights; --calibrate-only --int8 quantises a float one into the same bytes
+    import shutil
+
+    q, q8 = tmp_path / "q", tmp_path / "q8"
+    for folder in (q, q8):
+        folder.mkdir()
+        for name in ("reader.json", "splits.json"):
+            shutil.copy(tmp_path / name, folder / name)
+    result = subprocess.run(cocked[:-3] + ["--out", str(q), "--smoke", "--calibrate-only"], capture_output=True,
+                            text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and "--calibrate-only: no cocked.onnx" in result.stderr
+    shutil.copy(tmp_path / "cocked.onnx", q / "cocked.onnx")
+    shutil.copy(tmp_path / "cocked-log.json", q / "cocked-log.json")
+    for folder, extra in ((q, ["--calibrate-only", "--int8"]), (q8, ["--int8"])):
+        result = subprocess.run(cocked[:-3] + ["--out", str(folder), "--smoke", *extra], capture_output=True,
+                                text=True, timeout=600, cwd=REPO)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert is_quantized(folder / "cocked.onnx") and json.loads((folder / "cocked-log.json").read_text())["int8"]
+    assert (q / "cocked.onnx").read_bytes() == (q8 / "cocked.onnx").read_bytes()
+    assert (q / "cocked.onnx").stat().st_size < 0.5 * (tmp_path / "cocked.onnx").stat().st_size
+    # the training run's loss curve stands; the temperature and threshold are fitted again, on the int8 model
+    assert json.loads((q / "cocked-log.json").read_text())["loss"] == json.loads((tmp_path / "cocked-log.json").read_text())["loss"]
+    assert json.loads((q / "cocked.json").read_text()) == json.loads((q8 / "cocked.json").read_text())
+    assert json.loads((q / "reader.json").read_text())["cocked"] == json.loads((q / "cocked.json").read_text())
     # a threshold per numbered kind, each chosen on the calib renders' dice of that kind
     config = json.loads((tmp_path / "reader.json").read_text())
     assert config["cocked"] == settings

@@ -54,6 +54,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--crop-size", type=int, default=64, help="crop side, pixels")
     p.add_argument("--flat-target", type=float, default=0.005,
                    help="most flat calib dice (photos, renders: each) that may be flagged cocked")
+    p.add_argument("--int8", action="store_true", help="write the model with int8 weights (7-bit) and uint8 "
+                   "activations, scales from training crops (nets.quantize_int8), before its temperature and "
+                   "threshold are fitted: a third of the size and faster on a CPU")
+    p.add_argument("--calibrate-only", action="store_true", help="train nothing: fit the temperature and choose the "
+                   "threshold again for --out's cocked.onnx (trained with the same --data, --renders and --seed); "
+                   "with --int8, a float cocked.onnx is first quantised as an --int8 run writes it")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
@@ -68,6 +74,27 @@ def parse_args(argv=None) -> argparse.Namespace:
 def fail(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return 2
+
+
+def quant_batches(banks, rng: np.random.Generator, size: int, margin: float, batches: int = 16,
+                  batch: int = 32) -> list[np.ndarray]:
+    """The crops whose activation ranges set the int8 model's scales (:func:`pi_table.train.nets.quantize_int8`):
+    ``batches`` Nx5xSxS float32 batches (RGB 0..1 and the two position planes, :func:`with_position`) of ``batch``
+    training crops, each group of ``banks`` ((CropBank, label) pairs) an equal share as in training, cut as the
+    reader cuts them (no photometric change). ``rng`` should be a generator of their own, so that a float model
+    quantised by ``--calibrate-only --int8`` gets the same scales as one trained with ``--int8``."""
+    from pi_table.train import data as D
+
+    out = []
+    for _ in range(batches):
+        crops, offsets = [], []
+        for k in rng.integers(0, len(banks), batch):
+            bank = banks[int(k)][0]
+            crop, offset = bank.sample(int(rng.integers(0, len(bank))), rng, size, margin, offset=True)
+            crops.append(crop)
+            offsets.append(offset)
+        out.append(with_position(D.chw_batch(crops), np.array(offsets, np.float32)))
+    return out
 
 
 def split_photos(images, models: Path) -> tuple[list, list]:
@@ -95,7 +122,7 @@ def main(argv=None) -> int:
 
     from pi_table.train import data as D
     from pi_table.train.__main__ import load_folders, log, optimise, start
-    from pi_table.train.nets import NumeralNet, export_classifier
+    from pi_table.train.nets import NumeralNet, export_classifier, is_quantized, quantize_int8
     from pi_table.train.numerals import bound_warning, fit_temperature
     from pi_table.vision.dataset import is_calib_render
     from pi_table.vision.dataset import with_die_boxes
@@ -104,6 +131,9 @@ def main(argv=None) -> int:
     for name in ("reader.json", "splits.json"):
         if not (args.out / name).is_file():
             return fail(f"--out: no {name} in {args.out} (train the reader first: python3 -m pi_table.train --out {args.out})")
+    path = args.out / "cocked.onnx"
+    if args.calibrate_only and not path.is_file():
+        return fail(f"--calibrate-only: no cocked.onnx in {args.out}")
     config = json.loads((args.out / "reader.json").read_text())
     size, margin = int(args.crop_size), float(config["classifier"]["margin"])
     renders = load_folders(args.renders, "--renders", folder_name="renders")
@@ -147,7 +177,7 @@ def main(argv=None) -> int:
     sched = one_cycle(opt, args.lr, args.steps)
     net.train()
     losses, t0 = [], time.time()
-    for step in range(args.steps):
+    for step in range(0 if args.calibrate_only else args.steps):
         # each group an equal share of the batch: cocked dice are one in ten of the renders
         which = rng.integers(0, len(banks), args.batch)
         crops, offsets, labels = [], [], []
@@ -160,8 +190,12 @@ def main(argv=None) -> int:
         loss = torch.nn.functional.cross_entropy(net(batch_of(crops, offsets)), torch.tensor(labels),
                                                  label_smoothing=0.02)
         optimise(opt, sched, loss, losses, step, args.steps, "cocked", t0)
-    path = args.out / "cocked.onnx"
-    export_classifier(net, path, size)
+    if not args.calibrate_only:
+        export_classifier(net, path, size)
+    if args.int8 and not is_quantized(path):  # in place, 7-bit weights (nets.quantize_int8's reduce_range)
+        quantize_int8(path, path, quant_batches(banks, np.random.default_rng([args.seed, 9]), size, margin),
+                      reduce_range=True)
+        log("cocked: weights quantised to int8")
 
     # ---- temperature and threshold on the calib split, through the runtime model
     model = Classifier(path, CLASSES, 1.0, size, margin, threads=args.threads)
@@ -198,7 +232,10 @@ def main(argv=None) -> int:
     (args.out / "cocked.json").write_text(json.dumps(settings, indent=1) + "\n")
     config["cocked"] = settings
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
-    entry = {"classes": CLASSES, "loss": [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)],
+    loss_curve = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
+    if args.calibrate_only and (args.out / "cocked-log.json").is_file():  # the training run's curve stands
+        loss_curve = json.loads((args.out / "cocked-log.json").read_text()).get("loss", [])
+    entry = {"classes": CLASSES, "loss": loss_curve, "int8": is_quantized(path),
              "dice": {"cocked_renders": len(banks[0][0]), "flat": int(sum(len(b) for b, label in banks if label == 0))},
              **figures, "temperature": temperature, "threshold": threshold,
              "seconds": round(time.time() - started, 1),
