@@ -658,7 +658,10 @@ def test_crop_bank_turns_a_dies_offset_from_the_image_centre_with_its_crop():
 
 
 @pytest.mark.parametrize("option, value, need", [("--steps", "0", "1 or more"), ("--crop-size", "8", "16 or more"),
-                                                 ("--flat-target", "1.5", "0..1"), ("--batch", "-1", "1 or more")])
+                                                 ("--flat-target", "1.5", "0..1"), ("--batch", "-1", "1 or more"),
+                                                 ("--channels", "12,24,48", "four whole numbers of 1 or more"),
+                                                 ("--channels", "12,x,48,64", "four whole numbers of 1 or more"),
+                                                 ("--blocks", "1,1,-1,1", "four whole numbers of 0 or more")])
 def test_cocked_training_names_a_bad_option_in_one_line(tmp_path, option, value, need):
     """A bad number gives one line naming it and exit status 2, before any data is read."""
     import subprocess

@@ -52,6 +52,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (one-cycle)")
     p.add_argument("--crop-size", type=int, default=64, help="crop side, pixels")
+    p.add_argument("--channels", default="12,24,48,64", help="the net's channels at strides 2, 4, 8 and 16 (comma-separated)")
+    p.add_argument("--blocks", default="1,1,2,1", help="residual blocks at each of those strides (comma-separated, 0 or more)")
     p.add_argument("--flat-target", type=float, default=0.005,
                    help="most flat calib dice (photos, renders: each) that may be flagged cocked")
     p.add_argument("--int8", action="store_true", help="write the model with int8 weights (7-bit) and uint8 "
@@ -63,12 +65,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
+    channels, blocks = _ints(args.channels), _ints(args.blocks)
+    refuse_bad_options((("--channels", args.channels, len(channels) == 4 and min(channels) >= 1, "four whole numbers of 1 or more"),
+                        ("--blocks", args.blocks, len(blocks) == 4 and min(blocks) >= 0, "four whole numbers of 0 or more")))
+    args.channels, args.blocks = tuple(channels), tuple(blocks)
     refuse_bad_options((("--steps", args.steps, args.steps >= 1, "1 or more"),
                         ("--batch", args.batch, args.batch >= 1, "1 or more"),
                         ("--crop-size", args.crop_size, args.crop_size >= 16, "16 or more"),
                         ("--flat-target", args.flat_target, 0 <= args.flat_target <= 1, "0..1"),
                         ("--threads", args.threads, args.threads >= 1, "1 or more")))
     return args
+
+
+def _ints(text: str) -> list[int]:
+    """``"1,2,3"`` -> [1, 2, 3]; [] when ``text`` is not comma-separated whole numbers."""
+    try:
+        return [int(v) for v in str(text).split(",")]
+    except ValueError:
+        return []
 
 
 def fail(message: str) -> int:
@@ -172,7 +186,7 @@ def main(argv=None) -> int:
     def batch_of(crops, offsets) -> torch.Tensor:
         return torch.from_numpy(with_position(D.chw_batch(crops), np.array(offsets, np.float32)))
 
-    net = NumeralNet(len(CLASSES), channels=(12, 24, 48, 64), planes=2)
+    net = NumeralNet(len(CLASSES), channels=args.channels, blocks=args.blocks, planes=2)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
     sched = one_cycle(opt, args.lr, args.steps)
     net.train()
