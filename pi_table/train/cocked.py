@@ -22,6 +22,12 @@ most ``--flat-target`` of the flat dice are flagged, in the photos and in the re
 (a flat die flagged cocked costs a needless re-roll). Writes ``cocked.onnx``, ``cocked.json``
 (the reader's ``cocked`` settings, copied into ``reader.json`` now and by ``python3 -m
 pi_table.train`` when it runs after) and ``cocked-log.json``. CPU only, deterministic for a seed.
+
+``--channels`` and ``--blocks`` size the net (:class:`~pi_table.train.nets.NumeralNet`'s stages);
+``--int8`` quantises it (7-bit weights, :func:`pi_table.train.nets.quantize_int8`) before the
+temperature and threshold are fitted, and ``--calibrate-only`` fits them again for ``--out``'s
+model without training (quantising a float one first with ``--int8``; models/cocked.md says what
+each was tried for).
 """
 
 from __future__ import annotations
