@@ -436,8 +436,6 @@ def test_training_smoke(tmp_path):
                             text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--out: no reader.json" in result.stderr and "Traceback" not in result.stderr
     # --int8: the same model with int8 weights; --calibrate-only --int8 quantises a float one into the same bytes
-    import shutil
-
     q, q8 = tmp_path / "q", tmp_path / "q8"
     for folder in (q, q8):
         folder.mkdir()
