@@ -614,8 +614,6 @@ def test_training_smoke(tmp_path):
     assert result.returncode == 2 and "--calibrate-only: no reader.json" in result.stderr
     assert "Traceback" not in result.stderr and not (tmp_path / "none").exists()
     # a folder lacking a member of the ensemble its reader.json names: refused before any data is loaded
-    import shutil
-
     lacking = tmp_path / "lacking"
     lacking.mkdir()
     for f in tmp_path.iterdir():
