@@ -9,6 +9,15 @@ def refuse(option: str, why: str):
     raise SystemExit(2)
 
 
+def int_list(text: str) -> tuple[int, ...]:
+    """``"1,2,3"`` -> (1, 2, 3): an option's comma-separated whole numbers; () when ``text`` is not
+    such a list (the caller refuses it with :func:`refuse_bad_options`, naming the option)."""
+    try:
+        return tuple(int(v) for v in str(text).split(","))
+    except ValueError:
+        return ()
+
+
 def refuse_bad_options(checks) -> None:
     """Stop with exit status 2 and one line, ``error: OPTION must be NEED, got VALUE``, at the first
     of ``checks`` (``(option, value, ok, need)`` tuples, checked in order) whose ``ok`` is false."""

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.train import one_cycle, refuse_bad_options
+from pi_table.train import int_list, one_cycle, refuse_bad_options
 from pi_table.vision.reader import centre_offset, with_position
 
 CLASSES = ["flat", "cocked"]
@@ -71,7 +71,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
     args = p.parse_args(argv)
-    channels, blocks = _ints(args.channels), _ints(args.blocks)
+    channels, blocks = int_list(args.channels), int_list(args.blocks)
     refuse_bad_options((("--channels", args.channels, len(channels) == 4 and min(channels) >= 1, "four whole numbers of 1 or more"),
                         ("--blocks", args.blocks, len(blocks) == 4 and min(blocks) >= 0, "four whole numbers of 0 or more")))
     args.channels, args.blocks = tuple(channels), tuple(blocks)
@@ -81,14 +81,6 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--flat-target", args.flat_target, 0 <= args.flat_target <= 1, "0..1"),
                         ("--threads", args.threads, args.threads >= 1, "1 or more")))
     return args
-
-
-def _ints(text: str) -> list[int]:
-    """``"1,2,3"`` -> [1, 2, 3]; [] when ``text`` is not comma-separated whole numbers."""
-    try:
-        return [int(v) for v in str(text).split(",")]
-    except ValueError:
-        return []
 
 
 def fail(message: str) -> int:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pi_table.train import one_cycle, refuse, refuse_bad_options
+from pi_table.train import int_list, one_cycle, refuse, refuse_bad_options
 from pi_table.vision.dataset import is_calib_render
 
 #: Die kinds read by numeral rather than by pips.
@@ -87,10 +87,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
     args = p.parse_args(argv)
     text = args.channels
-    try:
-        args.channels = tuple(int(c) for c in text.split(","))
-    except ValueError:
-        args.channels = ()
+    args.channels = int_list(text)
     refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
                         ("--steps", args.steps, args.steps >= 1, "1 or more"),
                         ("--batch", args.batch, args.batch >= 1, "1 or more"),
