@@ -457,6 +457,15 @@ def test_training_smoke(tmp_path):
     assert json.loads((q / "cocked-log.json").read_text())["loss"] == json.loads((tmp_path / "cocked-log.json").read_text())["loss"]
     assert json.loads((q / "cocked.json").read_text()) == json.loads((q8 / "cocked.json").read_text())
     assert json.loads((q / "reader.json").read_text())["cocked"] == json.loads((q / "cocked.json").read_text())
+    # --calibrate-only of a model that stays as it is: the training dice are not cut again, and the log keeps them
+    model_bytes, log_before = (q / "cocked.onnx").read_bytes(), json.loads((q / "cocked-log.json").read_text())
+    result = subprocess.run(cocked[:-3] + ["--out", str(q), "--smoke", "--calibrate-only", "--int8"],
+                            capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert " cut in " not in result.stdout + result.stderr and (q / "cocked.onnx").read_bytes() == model_bytes
+    log_after = json.loads((q / "cocked-log.json").read_text())
+    assert log_after["dice"] == log_before["dice"] and log_after["dice"]["flat"] > 0
+    assert json.loads((q / "cocked.json").read_text()) == json.loads((q8 / "cocked.json").read_text())
     # a threshold per numbered kind, each chosen on the calib renders' dice of that kind
     config = json.loads((tmp_path / "reader.json").read_text())
     assert config["cocked"] == settings

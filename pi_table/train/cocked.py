@@ -170,16 +170,21 @@ def main(argv=None) -> int:
         kept = [replace(im, dice=tuple(d for d in im.dice if bool(d.cocked) == cocked)) for im in images]
         return [im for im in kept if im.dice]
 
-    bank_margin = 2.0
-    side = int(round(size * bank_margin / margin))
-    banks = [D.CropBank.cut(only(render_train, True), lambda d: True, side, bank_margin),
-             D.CropBank.cut(only(render_train, False), lambda d: True, side, bank_margin),
-             D.CropBank.cut(photo_train, lambda d: True, side, bank_margin)]
-    banks = [(b, label) for b, label in zip(banks, (1, 0, 0)) if len(b)]
-    if not any(label == 1 for _, label in banks):
-        return fail("--renders: no cocked die in the renders' train part")
-    log(f"cocked: {', '.join(str(len(b)) for b, _ in banks)} dice (cocked renders, flat renders, photos) "
-        f"cut in {time.time() - started:.0f} s")
+    # The training dice are cut for training and for an int8 model's scales only: --calibrate-only of a
+    # model that stays as it is reads the calib split alone.
+    quantize = args.int8 and (not args.calibrate_only or not is_quantized(path))
+    banks = []
+    if not args.calibrate_only or quantize:
+        bank_margin = 2.0
+        side = int(round(size * bank_margin / margin))
+        banks = [D.CropBank.cut(only(render_train, True), lambda d: True, side, bank_margin),
+                 D.CropBank.cut(only(render_train, False), lambda d: True, side, bank_margin),
+                 D.CropBank.cut(photo_train, lambda d: True, side, bank_margin)]
+        banks = [(b, label) for b, label in zip(banks, (1, 0, 0)) if len(b)]
+        if not any(label == 1 for _, label in banks):
+            return fail("--renders: no cocked die in the renders' train part")
+        log(f"cocked: {', '.join(str(len(b)) for b, _ in banks)} dice (cocked renders, flat renders, photos) "
+            f"cut in {time.time() - started:.0f} s")
 
     def batch_of(crops, offsets) -> torch.Tensor:
         return torch.from_numpy(with_position(D.chw_batch(crops), np.array(offsets, np.float32)))
@@ -204,7 +209,7 @@ def main(argv=None) -> int:
         optimise(opt, sched, loss, losses, step, args.steps, "cocked", t0)
     if not args.calibrate_only:
         export_classifier(net, path, size)
-    if args.int8 and not is_quantized(path):  # in place, 7-bit weights (nets.quantize_int8's reduce_range)
+    if quantize:  # in place, 7-bit weights (nets.quantize_int8's reduce_range)
         quantize_int8(path, path, quant_batches(banks, np.random.default_rng([args.seed, 9]), size, margin),
                       reduce_range=True)
         log("cocked: weights quantised to int8")
@@ -244,11 +249,13 @@ def main(argv=None) -> int:
     (args.out / "cocked.json").write_text(json.dumps(settings, indent=1) + "\n")
     config["cocked"] = settings
     (args.out / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
-    loss_curve = [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)]
-    if args.calibrate_only and (args.out / "cocked-log.json").is_file():  # the training run's curve stands
-        loss_curve = json.loads((args.out / "cocked-log.json").read_text()).get("loss", [])
-    entry = {"classes": CLASSES, "loss": loss_curve, "int8": is_quantized(path),
-             "dice": {"cocked_renders": len(banks[0][0]), "flat": int(sum(len(b) for b, label in banks if label == 0))},
+    trained = {"loss": [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)],
+               "dice": {"cocked_renders": len(banks[0][0]), "flat": int(sum(len(b) for b, label in banks if label == 0))}
+               if banks else {}}
+    if args.calibrate_only and (args.out / "cocked-log.json").is_file():  # the training run's curve and dice stand
+        before = json.loads((args.out / "cocked-log.json").read_text())
+        trained = {k: before.get(k, v) for k, v in trained.items()}
+    entry = {"classes": CLASSES, **trained, "int8": is_quantized(path),
              **figures, "temperature": temperature, "threshold": threshold,
              "seconds": round(time.time() - started, 1),
              "args": {k: (str(v) if not isinstance(v, list) else [str(x) for x in v]) for k, v in vars(args).items()}}
