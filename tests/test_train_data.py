@@ -804,3 +804,22 @@ def test_checkpoint_options_are_checked_in_one_line(tmp_path, capsys, extra, say
     with pytest.raises(SystemExit) as stop:
         parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), *extra])
     assert stop.value.code == 2 and capsys.readouterr().err.strip() == says
+
+
+def test_cocked_calibrate_only_names_a_malformed_model_in_one_line(tmp_path):
+    """--calibrate-only on a cocked.onnx that is not a model: one line naming it and exit status 2,
+    before any data is read (the check the reader's --calibrate-only makes of its files)."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    for name in ("reader.json", "splits.json"):
+        shutil.copy(REPO / "models" / name, tmp_path / name)
+    (tmp_path / "cocked.onnx").write_bytes(b"not a model")
+    r = subprocess.run([sys.executable, "-m", "pi_table.train.cocked", "--renders", str(tmp_path / "none"), "--out",
+                        str(tmp_path), "--calibrate-only"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"error: --calibrate-only: {tmp_path / 'cocked.onnx'} is not an ONNX model" in r.stderr
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert (tmp_path / "cocked.onnx").read_bytes() == b"not a model"

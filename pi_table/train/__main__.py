@@ -706,15 +706,21 @@ def check_trained(out: Path) -> None:
         names += [config["detector"]["close_up_file"]] if "close_up_file" in config["detector"] else []
     except (ValueError, KeyError, TypeError) as e:
         refuse("--calibrate-only", f"{out / 'reader.json'} is not a reader's settings ({type(e).__name__}: {e})")
+    for name in names:
+        check_model_file("--calibrate-only", out / name)
+
+
+def check_model_file(option: str, path: Path) -> None:
+    """``path`` is an ONNX model that loads; otherwise one line naming it under ``option`` (missing, or
+    not a model), and exit 2 (SystemExit)."""
     import onnx
 
-    for name in names:
-        if not (out / name).is_file():
-            refuse("--calibrate-only", f"no {name} in {out}")
-        try:
-            onnx.load(str(out / name))
-        except Exception as e:  # truncated or not a model: protobuf's DecodeError and kin
-            refuse("--calibrate-only", f"{out / name} is not an ONNX model ({type(e).__name__})")
+    if not path.is_file():
+        refuse(option, f"no {path.name} in {path.parent}")
+    try:
+        onnx.load(str(path))
+    except Exception as e:  # truncated or not a model: protobuf's DecodeError and kin
+        refuse(option, f"{path} is not an ONNX model ({type(e).__name__})")
 
 
 def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Namespace) -> dict:

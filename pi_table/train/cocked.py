@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     import torch
 
     from pi_table.train import data as D
-    from pi_table.train.__main__ import load_folders, log, optimise, start
+    from pi_table.train.__main__ import check_model_file, load_folders, log, optimise, start
     from pi_table.train.nets import NumeralNet, export_classifier, is_quantized, quantize_int8
     from pi_table.train.numerals import bound_warning, fit_temperature
     from pi_table.vision.dataset import is_calib_render
@@ -144,8 +144,8 @@ def main(argv=None) -> int:
         if not (args.out / name).is_file():
             return fail(f"--out: no {name} in {args.out} (train the reader first: python3 -m pi_table.train --out {args.out})")
     path = args.out / "cocked.onnx"
-    if args.calibrate_only and not path.is_file():
-        return fail(f"--calibrate-only: no cocked.onnx in {args.out}")
+    if args.calibrate_only:
+        check_model_file("--calibrate-only", path)
     config = json.loads((args.out / "reader.json").read_text())
     size, margin = int(args.crop_size), float(config["classifier"]["margin"])
     renders = load_folders(args.renders, "--renders", folder_name="renders")
