@@ -368,6 +368,15 @@ def test_eval_counts_cocked_dice_apart_where_the_labels_say_which_lie_flat():
     assert len(s.calibration) == 2
     low = s.at_thresholds([0.0])[0]
     assert low["wrong_at_ok"] == 0.0 and low["unreadable"] == 0.5 and low["read_right"] == 0.5
+    # read right over labelled flat dice only: the cocked die read by its top face is right, not flat-right
+    assert j["counts"]["right"] == 2 and j["counts"]["flat_right"] == 0 and j["flat_read_right"] == 0.0
+    flat = Score(dice=3)
+    flat.count_read(Die("d8", "3", 3, box, 0.9, "ok", 0.9), "d8", "3", 0.5, cocked=False)  # right
+    flat.count_read(Die("d8", "4", 4, box, 0.9, "ok", 0.9), "d8", "3", 0.5, cocked=False)  # wrong at ok
+    flat.count_read(Die("d8", "3", 3, box, 0.3, "ok", 0.3), "d8", "3", 0.5, cocked=False)  # below the threshold
+    flat.add(s)
+    c = flat.to_json()["counts"]
+    assert (c["flat_found"], c["flat_right"], c["flat_wrong_ok"], c["right"]) == (4, 1, 1, 3)
 
 
 def test_score_at_thresholds_moves_only_the_cut():

@@ -33,11 +33,15 @@ class Score:
     unreadable: int = 0  # matched, status unreadable or cocked
     cocked: int = 0  # matched, status cocked
     # Where the labels say whether a die lies flat (renders' meta/): labelled cocked dice found,
-    # those of them reported cocked, labelled flat dice found and those of them reported cocked.
+    # those of them reported cocked, labelled flat dice found and those of them reported cocked;
+    # of the labelled flat dice, those read right and wrong at ok (a labelled cocked die read by its
+    # top face counts in right too, so that count alone penalises a model that catches more of them).
     cocked_found: int = 0
     cocked_caught: int = 0
     flat_found: int = 0
     flat_flagged: int = 0
+    flat_right: int = 0
+    flat_wrong_ok: int = 0
     false_dice: int = 0  # detections matching no labelled die
     detections: int = 0
     # Label conventions differ (matteop65 boxes a die's pips, nellbyler the whole die): a
@@ -59,7 +63,7 @@ class Score:
     def add(self, other: "Score") -> None:
         for name in ("images", "dice", "found", "right", "wrong_ok", "unreadable", "false_dice", "detections",
                      "centre_found", "centre_right", "cocked", "cocked_found", "cocked_caught", "flat_found",
-                     "flat_flagged"):
+                     "flat_flagged", "flat_right", "flat_wrong_ok"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.confusion.update(other.confusion)
         self.calibration += other.calibration
@@ -104,6 +108,9 @@ class Score:
         if read_ok(die, threshold):
             self.right += right
             self.wrong_ok += not right
+            if cocked is False:
+                self.flat_right += right
+                self.flat_wrong_ok += not right
             sized["right"] += right
             sized["wrong_ok"] += not right
             self.confusion[(label, f"{die.kind}:{die.face}")] += 1
@@ -158,13 +165,15 @@ class Score:
             "unreadable": _rate(self.unreadable, self.found),
             "cocked": _rate(self.cocked, self.found),
             **({"cocked_caught": _rate(self.cocked_caught, self.cocked_found),
-                "flat_flagged": _rate(self.flat_flagged, self.flat_found)} if self.cocked_found + self.flat_found else {}),
+                "flat_flagged": _rate(self.flat_flagged, self.flat_found),
+                "flat_read_right": _rate(self.flat_right, self.flat_found)} if self.cocked_found + self.flat_found else {}),
             "false_dice_per_100_images": round(100 * self.false_dice / self.images, 2) if self.images else 0.0,
             "ece": round(self.ece(), 4),
             "median_ms": round(float(np.median(self.ms)), 2) if self.ms else None,
             "counts": {"right": self.right, "wrong_ok": self.wrong_ok, "unreadable": self.unreadable, "cocked": self.cocked,
                        "cocked_found": self.cocked_found, "cocked_caught": self.cocked_caught,
                        "flat_found": self.flat_found, "flat_flagged": self.flat_flagged,
+                       "flat_right": self.flat_right, "flat_wrong_ok": self.flat_wrong_ok,
                        "found": self.found, "false_dice": self.false_dice, "detections": self.detections},
             "confusion": {f"{t}->{r}": n for (t, r), n in sorted(self.confusion.items())},
             **({"by_size": {band: {"dice": c["dice"], "read_right": _rate(c["right"], c["dice"]),
@@ -667,7 +676,8 @@ def format_report(result: dict) -> str:
     for label, t in with_kinds:
         if t["counts"]["cocked"] or "cocked_caught" in t:
             known = (f"; labelled cocked: {t['cocked_caught']:.2%} of {t['counts']['cocked_found']} reported cocked, "
-                     f"labelled flat: {t['flat_flagged']:.2%} of {t['counts']['flat_found']} reported cocked"
+                     f"labelled flat: {t['flat_flagged']:.2%} of {t['counts']['flat_found']} reported cocked, "
+                     f"{t['flat_read_right']:.2%} read right"
                      if "cocked_caught" in t else "")
             lines.append(f"cocked, {label}: {t['cocked']:.2%} of the dice found reported cocked{known}")
     sized = [(label, t) for label, t in with_kinds if t.get("by_size")]
