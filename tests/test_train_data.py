@@ -823,3 +823,30 @@ def test_cocked_calibrate_only_names_a_malformed_model_in_one_line(tmp_path):
     assert r.returncode == 2 and f"error: --calibrate-only: {tmp_path / 'cocked.onnx'} is not an ONNX model" in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert (tmp_path / "cocked.onnx").read_bytes() == b"not a model"
+
+
+def test_cocked_card_gives_the_training_command_and_the_calib_flat_target(tmp_path):
+    """cocked.md (pi_table.train.card.write_cocked_card) names the command with the thread count the
+    shipped model was trained on, the calib split's flat-dice target as a percentage, and per kind
+    of the rendered set the flat dice flagged and read right."""
+    import argparse
+
+    from pi_table.train.card import write_cocked_card
+
+    log = {"args": {"seed": "0", "threads": "1", "flat_target": "0.00165", "renders": ["renders/train", "renders/num"]},
+           "seconds": 3150.1, "photo_flat_flagged": 0.0, "calib_photo_dice": 225, "render_flat_flagged": 0.0016,
+           "calib_render_flat": 3048, "cocked_caught": 0.358, "calib_render_cocked": 318}
+    (tmp_path / "cocked-log.json").write_text(json.dumps(log))
+    args = argparse.Namespace(models=tmp_path, data="DATA", renders="renders/valid")
+    ck = {"crop_size": 64, "margin": 1.3, "temperature": 0.785, "threshold": 0.992, "position": True}
+    real = {"folders": {"nellbyler-d6-tray": {"counts": {"found": 344}, "cocked": 0.0}}}
+    rend = {"all": {"kinds": {"d8": {"counts": {"cocked_found": 5, "flat_found": 20}, "cocked_caught": 0.4,
+                                     "flat_flagged": 0.05, "flat_read_right": 0.9}}}}
+    write_cocked_card(args, ck, {"cocked.onnx": 904000}, real, rend)
+    card = (tmp_path / "cocked.md").read_text()
+    assert ("python3 -m pi_table.train.cocked --data ../shared/data/real --renders renders/train --renders renders/num "
+            "--out models/ --seed 0 --threads 1") in card
+    assert "(CPU, 1 thread(s), seed 0, 3150.1 s)" in card
+    assert "at most 0.165% of the calib split's" in card and "P(cocked) >=\n0.992 is reported" in card
+    assert "| d8 | 5 | 40.00% | 20 | 5.00% | 90.00% |" in card
+    assert "| nellbyler-d6-tray | 344 | 0.00% |" in card

@@ -331,11 +331,12 @@ def write_cocked_card(args, ck: dict, sizes: dict, real: dict, rend: dict | None
     if rend is not None:
         render_rows = ("\n\nOn the rendered validation set (fonts, colours and backgrounds training never saw), "
                        f"`pi-table eval {args.renders}`, per kind: of the dice the renders tilt (10 to 30 degrees), the "
-                       "share reported `cocked`; of the flat ones, the share wrongly reported `cocked`.\n\n"
-                       "| kind | cocked dice found | reported cocked | flat dice found | flat reported cocked |\n"
-                       "|---|---|---|---|---|\n" + "\n".join(
+                       "share reported `cocked`; of the flat ones, the share wrongly reported `cocked` and the share "
+                       "read right.\n\n"
+                       "| kind | cocked dice found | reported cocked | flat dice found | flat reported cocked | flat read right |\n"
+                       "|---|---|---|---|---|---|\n" + "\n".join(
                            f"| {kind} | {s['counts']['cocked_found']} | {s.get('cocked_caught', 0):.2%} | "
-                           f"{s['counts']['flat_found']} | {s.get('flat_flagged', 0):.2%} |"
+                           f"{s['counts']['flat_found']} | {s.get('flat_flagged', 0):.2%} | {s.get('flat_read_right', 0):.2%} |"
                            for kind, s in rend["all"].get("kinds", {}).items()))
     (args.models / "cocked.md").write_text(f"""# cocked.onnx — is a die lying flat?
 
@@ -344,7 +345,7 @@ never guessed (RULES.md, "Dice faces as read by the camera"): the table asks for
 residual CNN (`pi_table/train/nets.py` `NumeralNet`, two classes `flat`, `cocked`) on a crop of each die
 ({ck['crop_size']}x{ck['crop_size']}, {ck['margin']} times the box){' and, as two constant input planes, where the die lies in the image (its offset from the image centre; CoordConv, Liu et al. 2018): seen from a camera above the tray, a flat die far from the centre shows a side too, but only the side away from the centre. Not used by `read --crop`: a crop does not say where its die lay' if ck.get('position') else ''}; `pi_table/vision/reader.py` `cocked_probability`.
 Confidence = softmax(logits / T), T = {ck['temperature']:.3f} fitted on the calib split; a die at P(cocked) >=
-{ck['threshold']} is reported `cocked`, the lowest threshold at which at most {float(cargs.get('flat_target', 0.005)):.1%} of the calib split's
+{ck['threshold']} is reported `cocked`, the lowest threshold at which at most {100 * float(cargs.get('flat_target', 0.005)):.3g}% of the calib split's
 flat dice, photos and renders each, are flagged (calib: {clog.get('photo_flat_flagged', 0):.2%} of {clog.get('calib_photo_dice', '?')} photo dice,
 {clog.get('render_flat_flagged', 0):.2%} of {clog.get('calib_render_flat', '?')} flat rendered dice flagged; {clog.get('cocked_caught', 0):.1%} of
 {clog.get('calib_render_cocked', '?')} cocked rendered dice caught).
@@ -355,10 +356,10 @@ and says so in its metadata. Flat examples: the rendered flat dice and every die
 train split (`splits.json`; the valid split is never seen). How well it catches real cocked dice
 has not been measured: no labelled photo of one exists here.
 
-Command that trained it (CPU, {os.cpu_count()} cores, seed {cargs.get('seed', '?')}, {clog.get('seconds', '?')} s), after the reader:
+Command that trained it (CPU, {cargs.get('threads', os.cpu_count())} thread(s), seed {cargs.get('seed', '?')}, {clog.get('seconds', '?')} s), after the reader:
 
 ```sh
-python3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0
+python3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0 --threads {cargs.get('threads', 2)}
 ```
 
 ## Flat dice wrongly reported cocked (held-out photos, `pi-table eval {args.data} --held-out`)
