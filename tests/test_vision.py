@@ -1567,3 +1567,24 @@ def test_a_close_up_detector_takes_the_zoomed_out_look_only(tmp_path):
     (tmp_path / "close-up.onnx").unlink()
     with pytest.raises(FileNotFoundError, match="close-up.onnx"):
         DiceReader(tmp_path, threads=1)
+
+
+def test_zoomed_out_look_sets_the_image_shrunk_in_the_middle_of_a_canvas_of_its_edge_colour(reader):
+    """Detector.prepare_zoomed_out: the image shrunk ``zoom`` times more than the first look, centred on a
+    canvas (a multiple of 32, at least 16 pixels around) filled with the median colour of the image's edge."""
+    from pi_table.vision.reader import _edge_colour
+
+    rng = np.random.default_rng(3)
+    image = rng.integers(0, 256, (150, 230, 3), dtype=np.uint8)
+    image[0], image[-1], image[:, 0], image[:, -1] = (10, 200, 30), (10, 200, 30), (10, 200, 30), (12, 190, 40)
+    tensor, scale, ox, oy = reader.detector.prepare_zoomed_out(image, 3.0)
+    canvas = np.round(tensor[0].transpose(1, 2, 0)[..., ::-1] * 255).astype(np.uint8)  # back to HxWx3 BGR
+    ph, pw = canvas.shape[:2]
+    nw, nh = round(230 * scale), round(150 * scale)
+    assert ph % 32 == 0 and pw % 32 == 0 and (ox, oy) == ((pw - nw) // 2, (ph - nh) // 2) and min(ox, oy) >= 16
+    inside = np.zeros((ph, pw), bool)
+    inside[int(oy) : int(oy) + nh, int(ox) : int(ox) + nw] = True
+    assert (canvas[~inside] == _edge_colour(image)).all() and tuple(_edge_colour(image)) == (10, 200, 30)
+    first = cv2.resize(image, (round(230 * reader.detector.input_size / 230), round(150 * reader.detector.input_size / 230)),
+                       interpolation=cv2.INTER_LINEAR)
+    assert np.array_equal(canvas[inside].reshape(nh, nw, 3), cv2.resize(first, (nw, nh), interpolation=cv2.INTER_AREA))
