@@ -58,9 +58,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--lr", type=float, default=2e-3, help="peak learning rate (one-cycle)")
     p.add_argument("--crop-size", type=int, default=64, help="crop side, pixels")
-    p.add_argument("--channels", default="12,24,48,64", help="the net's channels at strides 2, 4, 8 and 16 (comma-separated)")
-    p.add_argument("--blocks", default="1,1,2,1", help="residual blocks at each of those strides (comma-separated, 0 or more)")
-    p.add_argument("--flat-target", type=float, default=0.005,
+    p.add_argument("--channels", default="16,32,48,64", help="the net's channels at strides 2, 4, 8 and 16 (comma-separated)")
+    p.add_argument("--blocks", default="0,1,2,1", help="residual blocks at each of those strides (comma-separated, 0 or more)")
+    p.add_argument("--flat-target", type=float, default=0.00165,
                    help="most flat calib dice (photos, renders: each) that may be flagged cocked")
     p.add_argument("--int8", action="store_true", help="write the model with int8 weights (7-bit) and uint8 "
                    "activations, scales from training crops (nets.quantize_int8), before its temperature and "
