@@ -977,6 +977,10 @@ def test_bench_times_the_second_looks_worst_case(tmp_path):
     assert [(r["dice"], r["all_unsure"]) for r in rows] == [(1, False), (5, False), (5, True)]
     assert rows[-1]["unsure"] == rows[-1]["found"] >= 4  # all read at the threshold above 1
     assert "all" in format_rows(rows).splitlines()[3]
+    # each row counts the page faults its reads took (a number on Linux; '-' where the OS does not say)
+    assert all(isinstance(r["page_faults_per_frame"], float) and r["page_faults_per_frame"] >= 0 for r in rows)
+    assert format_rows(rows).splitlines()[0].split()[-1] == "faults"
+    assert format_rows([{**rows[0], "page_faults_per_frame": None}]).splitlines()[1].split()[-1] == "-"
 
 
 def test_bench_per_model_splits_a_frame_by_model():
@@ -1588,3 +1592,24 @@ def test_zoomed_out_look_sets_the_image_shrunk_in_the_middle_of_a_canvas_of_its_
     first = cv2.resize(image, (round(230 * reader.detector.input_size / 230), round(150 * reader.detector.input_size / 230)),
                        interpolation=cv2.INTER_LINEAR)
     assert np.array_equal(canvas[inside].reshape(nh, nw, 3), cv2.resize(first, (nw, nh), interpolation=cv2.INTER_AREA))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt: Linux only")
+def test_reader_frames_reuse_their_memory_instead_of_faulting_in_fresh_pages():
+    """keep_freed_memory (called by DiceReader) sets glibc's mmap and trim thresholds, so that a frame's
+    buffers (MBs of blobs and crops) come back from the heap: left to glibc's sliding threshold some
+    processes faulted in about 850 fresh pages every 20-dice frame."""
+    import resource
+
+    from pi_table.vision.bench import tray_frame
+    from pi_table.vision.reader import keep_freed_memory
+
+    assert keep_freed_memory() is True  # glibc took both settings
+    reader = DiceReader(threads=1)
+    frame = tray_frame(20)
+    for _ in range(3):
+        reader.read(frame)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(10):
+        reader.read(frame)
+    assert (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10 < 50

@@ -92,7 +92,9 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
     Returns:
         One dict per (threads, dice): threads, dice, found (dice the reader reported), unsure
         (of those, below the threshold: each read again when ``reader.json`` has a second
-        look), all_unsure, median_ms, p90_ms, fps; with ``per_model``, ``models_ms``: the median
+        look), all_unsure, median_ms, p90_ms, fps, page_faults_per_frame (the process's minor page
+        faults over the timed reads, per read: memory mapped in afresh each frame,
+        :func:`pi_table.vision.reader.keep_freed_memory`; None where the OS does not count them); with ``per_model``, ``models_ms``: the median
         ms per frame spent in each model file's runs, and ``other`` the median of the rest of
         the frame (crops, decoding, the reader's Python). With a second look, one more row per
         thread count times the largest frame with every die unsure (the threshold set above
@@ -114,6 +116,7 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
             for _ in range(3):
                 reading = reader.read(frame)
             times, spent = [], []
+            faults = _page_faults()
             for _ in range(repeats):
                 if tally is not None:
                     tally.clear()
@@ -122,25 +125,38 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
                 times.append((time.perf_counter() - t) * 1000)
                 if tally is not None:
                     spent.append({**tally, "other": times[-1] - sum(tally.values())})
+            faults = None if faults is None else (_page_faults() - faults) / repeats
             reader.threshold, reader.classifier.cascade = threshold, cascade
             times.sort()
             med = statistics.median(times)
             rows.append({"threads": threads or os.cpu_count(), "dice": n, "found": len(reading.dice),
                          "unsure": sum(d.status == "unreadable" for d in reading.dice), "all_unsure": all_unsure,
                          "median_ms": round(med, 2), "p90_ms": round(times[int(0.9 * (len(times) - 1))], 2),
-                         "fps": round(1000 / med, 1)})
+                         "fps": round(1000 / med, 1),
+                         "page_faults_per_frame": None if faults is None else round(faults, 1)})
             if spent:
                 names = list(dict.fromkeys(k for frame_ms in spent for k in frame_ms))
                 rows[-1]["models_ms"] = {k: round(statistics.median(f.get(k, 0.0) for f in spent), 2) for k in names}
     return rows
 
 
+def _page_faults() -> int | None:
+    """This process's minor page faults so far (``getrusage``), or None without the resource module."""
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def format_rows(rows: list[dict]) -> str:
     """The bench table as text."""
-    out = [f"{'threads':>7} {'dice':>5} {'found':>5} {'unsure':>6} {'median ms':>10} {'p90 ms':>8} {'fps':>7}"]
+    out = [f"{'threads':>7} {'dice':>5} {'found':>5} {'unsure':>6} {'median ms':>10} {'p90 ms':>8} {'fps':>7} {'faults':>7}"]
     out += [f"{r['threads']:>7} {r['dice']:>5} {r['found']:>5} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
-            f"{r['median_ms']:>10.2f} {r['p90_ms']:>8.2f} {r['fps']:>7.1f}" for r in rows]
+            f"{r['median_ms']:>10.2f} {r['p90_ms']:>8.2f} {r['fps']:>7.1f} "
+            f"{'-' if r.get('page_faults_per_frame') is None else format(r['page_faults_per_frame'], '.1f'):>7}" for r in rows]
     out.append("unsure: dice below the threshold, each read again (second look); 'all': the worst case, every die")
+    out.append("faults: the process's minor page faults per frame (memory mapped in afresh each frame)")
     timed = [r for r in rows if r.get("models_ms")]
     if timed:
         # in run order (the row with the most models first: a cascade's second classifier runs in few rows), 'other' last
