@@ -1613,3 +1613,25 @@ def test_reader_frames_reuse_their_memory_instead_of_faulting_in_fresh_pages():
     for _ in range(10):
         reader.read(frame)
     assert (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10 < 50
+
+
+def test_bench_holds_opencv_to_the_rows_thread_count():
+    """A one-thread row is one thread: OpenCV's pool (crops, resizes) too, restored after the bench."""
+    from pi_table.vision.bench import bench
+
+    seen = []
+
+    def factory(threads):
+        reader = DiceReader(threads=threads)
+        read = reader.read
+        reader.read = lambda *a, **k: seen.append((threads, cv2.getNumThreads())) or read(*a, **k)
+        return reader
+
+    before = cv2.getNumThreads()
+    try:
+        cv2.setNumThreads(2)
+        bench(factory, dice_counts=(1,), repeats=1, thread_options=(1, 0))
+        assert {n for t, n in seen if t == 1} == {1} and {n for t, n in seen if t == 0} == {2}
+        assert cv2.getNumThreads() == 2
+    finally:
+        cv2.setNumThreads(before)

@@ -83,6 +83,11 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
           per_model: bool = False) -> list[dict]:
     """Time ``reader.read`` per frame.
 
+    OpenCV's own thread pool (crops, resizes, blobs) is held to the same thread count as the
+    models (``cv2.setNumThreads``, restored after), so that a one-thread row is one thread. Left
+    to its default (all cores) a 20-dice frame of the one-thread rows took about 0.5 ms less, in
+    4 alternating rounds here (models/classifier.md, "Speed").
+
     Args:
         reader_factory: ``threads -> DiceReader`` (0 = all cores).
         repeats: timed reads per case, after 3 warm-up reads.
@@ -94,49 +99,63 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
         (of those, below the threshold: each read again when ``reader.json`` has a second
         look), all_unsure, median_ms, p90_ms, fps, page_faults_per_frame (the process's minor page
         faults over the timed reads, per read: memory mapped in afresh each frame,
-        :func:`pi_table.vision.reader.keep_freed_memory`; None where the OS does not count them); with ``per_model``, ``models_ms``: the median
+        :func:`pi_table.vision.reader.keep_freed_memory`; None where the OS does not count
+        them); with ``per_model``, ``models_ms``: the median
         ms per frame spent in each model file's runs, and ``other`` the median of the rest of
         the frame (crops, decoding, the reader's Python). With a second look, one more row per
         thread count times the largest frame with every die unsure (the threshold set above
         1, and an ensemble's cascade off: every classifier reads every die), its worst case.
     """
+    import cv2
+
     rows = []
-    for threads in thread_options:
-        reader = reader_factory(threads)
-        tally = time_models(reader) if per_model else None
-        cases = [(n, False) for n in dice_counts]
-        if getattr(reader, "second_look", 1) > 1:
-            cases.append((max(dice_counts), True))
-        for n, all_unsure in cases:
-            frame = tray_frame(n)
-            threshold, cascade = reader.threshold, reader.classifier.cascade
-            if all_unsure:
-                reader.threshold = 1.01  # the worst case: every die is unsure and looked at again
-                reader.classifier.cascade = None  # and read by every classifier of an ensemble
-            for _ in range(3):
-                reading = reader.read(frame)
-            times, spent = [], []
-            faults = _page_faults()
-            for _ in range(repeats):
-                if tally is not None:
-                    tally.clear()
-                t = time.perf_counter()
-                reading = reader.read(frame)
-                times.append((time.perf_counter() - t) * 1000)
-                if tally is not None:
-                    spent.append({**tally, "other": times[-1] - sum(tally.values())})
-            faults = None if faults is None else (_page_faults() - faults) / repeats
-            reader.threshold, reader.classifier.cascade = threshold, cascade
-            times.sort()
-            med = statistics.median(times)
-            rows.append({"threads": threads or os.cpu_count(), "dice": n, "found": len(reading.dice),
-                         "unsure": sum(d.status == "unreadable" for d in reading.dice), "all_unsure": all_unsure,
-                         "median_ms": round(med, 2), "p90_ms": round(times[int(0.9 * (len(times) - 1))], 2),
-                         "fps": round(1000 / med, 1),
-                         "page_faults_per_frame": None if faults is None else round(faults, 1)})
-            if spent:
-                names = list(dict.fromkeys(k for frame_ms in spent for k in frame_ms))
-                rows[-1]["models_ms"] = {k: round(statistics.median(f.get(k, 0.0) for f in spent), 2) for k in names}
+    opencv_threads = cv2.getNumThreads()
+    try:
+        for threads in thread_options:
+            cv2.setNumThreads(threads if threads else opencv_threads)
+            rows += _bench_threads(reader_factory(threads), threads, dice_counts, repeats, per_model)
+    finally:
+        cv2.setNumThreads(opencv_threads)
+    return rows
+
+
+def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: bool) -> list[dict]:
+    """:func:`bench`'s rows for one thread count, ``reader`` made for it."""
+    rows = []
+    tally = time_models(reader) if per_model else None
+    cases = [(n, False) for n in dice_counts]
+    if getattr(reader, "second_look", 1) > 1:
+        cases.append((max(dice_counts), True))
+    for n, all_unsure in cases:
+        frame = tray_frame(n)
+        threshold, cascade = reader.threshold, reader.classifier.cascade
+        if all_unsure:
+            reader.threshold = 1.01  # the worst case: every die is unsure and looked at again
+            reader.classifier.cascade = None  # and read by every classifier of an ensemble
+        for _ in range(3):
+            reading = reader.read(frame)
+        times, spent = [], []
+        faults = _page_faults()
+        for _ in range(repeats):
+            if tally is not None:
+                tally.clear()
+            t = time.perf_counter()
+            reading = reader.read(frame)
+            times.append((time.perf_counter() - t) * 1000)
+            if tally is not None:
+                spent.append({**tally, "other": times[-1] - sum(tally.values())})
+        faults = None if faults is None else (_page_faults() - faults) / repeats
+        reader.threshold, reader.classifier.cascade = threshold, cascade
+        times.sort()
+        med = statistics.median(times)
+        rows.append({"threads": threads or os.cpu_count(), "dice": n, "found": len(reading.dice),
+                     "unsure": sum(d.status == "unreadable" for d in reading.dice), "all_unsure": all_unsure,
+                     "median_ms": round(med, 2), "p90_ms": round(times[int(0.9 * (len(times) - 1))], 2),
+                     "fps": round(1000 / med, 1),
+                     "page_faults_per_frame": None if faults is None else round(faults, 1)})
+        if spent:
+            names = list(dict.fromkeys(k for frame_ms in spent for k in frame_ms))
+            rows[-1]["models_ms"] = {k: round(statistics.median(f.get(k, 0.0) for f in spent), 2) for k in names}
     return rows
 
 
