@@ -85,8 +85,8 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
 
     OpenCV's own thread pool (crops, resizes, blobs) is held to the same thread count as the
     models (``cv2.setNumThreads``, restored after), so that a one-thread row is one thread. Left
-    to its default (all cores) a 20-dice frame of the one-thread rows took about 0.5 ms less, in
-    4 alternating rounds here (models/classifier.md, "Speed").
+    to its default (all cores), the one-thread 20-dice frame's time outside the models was 0.4 to
+    1.0 ms less in 4 alternating rounds here (models/classifier.md, "Speed").
 
     Args:
         reader_factory: ``threads -> DiceReader`` (0 = all cores).
