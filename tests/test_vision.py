@@ -1594,7 +1594,8 @@ def test_zoomed_out_look_sets_the_image_shrunk_in_the_middle_of_a_canvas_of_its_
     assert np.array_equal(canvas[inside].reshape(nh, nw, 3), cv2.resize(first, (nw, nh), interpolation=cv2.INTER_AREA))
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt: Linux only")
+@pytest.mark.skipif(not sys.platform.startswith("linux") or __import__("platform").libc_ver()[0] != "glibc",
+                    reason="glibc's mallopt: Linux with glibc only")
 def test_reader_frames_reuse_their_memory_instead_of_faulting_in_fresh_pages():
     """keep_freed_memory (called by DiceReader) sets glibc's mmap and trim thresholds, so that a frame's
     buffers (MBs of blobs and crops) come back from the heap: left to glibc's sliding threshold some
