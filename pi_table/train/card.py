@@ -326,6 +326,7 @@ def write_cocked_card(args, ck: dict, sizes: dict, real: dict, rend: dict | None
     clog = json.loads((args.models / "cocked-log.json").read_text()) if (args.models / "cocked-log.json").is_file() else {}
     cargs = clog.get("args", {})
     renders = " ".join(f"--renders {r}" for r in cargs.get("renders", ["renders/train"]))
+    threads = cargs.get("threads", 2)  # the trainer's default where the log does not say
     photo_rows = "\n".join(f"| {name} | {s['counts']['found']} | {s['cocked']:.2%} |" for name, s in real["folders"].items())
     render_rows = ""
     if rend is not None:
@@ -356,10 +357,10 @@ and says so in its metadata. Flat examples: the rendered flat dice and every die
 train split (`splits.json`; the valid split is never seen). How well it catches real cocked dice
 has not been measured: no labelled photo of one exists here.
 
-Command that trained it (CPU, {cargs.get('threads', os.cpu_count())} thread(s), seed {cargs.get('seed', '?')}, {clog.get('seconds', '?')} s), after the reader:
+Command that trained it (CPU, {threads} thread(s), seed {cargs.get('seed', '?')}, {clog.get('seconds', '?')} s), after the reader:
 
 ```sh
-python3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0 --threads {cargs.get('threads', 2)}
+python3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0 --threads {threads}
 ```
 
 ## Flat dice wrongly reported cocked (held-out photos, `pi-table eval {args.data} --held-out`)
