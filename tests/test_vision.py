@@ -1589,8 +1589,8 @@ def test_zoomed_out_look_sets_the_image_shrunk_in_the_middle_of_a_canvas_of_its_
     inside = np.zeros((ph, pw), bool)
     inside[int(oy) : int(oy) + nh, int(ox) : int(ox) + nw] = True
     assert (canvas[~inside] == _edge_colour(image)).all() and tuple(_edge_colour(image)) == (10, 200, 30)
-    first = cv2.resize(image, (round(230 * reader.detector.input_size / 230), round(150 * reader.detector.input_size / 230)),
-                       interpolation=cv2.INTER_LINEAR)
+    size = reader.detector.input_size  # the first look's long side: the image enlarged to it
+    first = cv2.resize(image, (size, round(150 * size / 230)), interpolation=cv2.INTER_LINEAR)
     assert np.array_equal(canvas[inside].reshape(nh, nw, 3), cv2.resize(first, (nw, nh), interpolation=cv2.INTER_AREA))
 
 

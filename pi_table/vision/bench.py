@@ -135,7 +135,7 @@ def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: b
         for _ in range(3):
             reading = reader.read(frame)
         times, spent = [], []
-        faults = _page_faults()
+        faults_before = _page_faults()
         for _ in range(repeats):
             if tally is not None:
                 tally.clear()
@@ -144,7 +144,7 @@ def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: b
             times.append((time.perf_counter() - t) * 1000)
             if tally is not None:
                 spent.append({**tally, "other": times[-1] - sum(tally.values())})
-        faults = None if faults is None else (_page_faults() - faults) / repeats
+        faults = None if faults_before is None else round((_page_faults() - faults_before) / repeats, 1)
         reader.threshold, reader.classifier.cascade = threshold, cascade
         times.sort()
         med = statistics.median(times)
@@ -152,7 +152,7 @@ def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: b
                      "unsure": sum(d.status == "unreadable" for d in reading.dice), "all_unsure": all_unsure,
                      "median_ms": round(med, 2), "p90_ms": round(times[int(0.9 * (len(times) - 1))], 2),
                      "fps": round(1000 / med, 1),
-                     "page_faults_per_frame": None if faults is None else round(faults, 1)})
+                     "page_faults_per_frame": faults})
         if spent:
             names = list(dict.fromkeys(k for frame_ms in spent for k in frame_ms))
             rows[-1]["models_ms"] = {k: round(statistics.median(f.get(k, 0.0) for f in spent), 2) for k in names}
