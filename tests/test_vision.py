@@ -1336,13 +1336,13 @@ def test_a_cluster_of_small_dice_is_not_taken_for_one_big_die(reader, monkeypatc
     ys = [v for d in found[:3] for v in (d.box[1], d.box[3])]
     cluster = (min(xs) - 5, min(ys) - 5, max(xs) + 5, max(ys) + 5)
     looker = reader.close_up_detector or reader.detector  # the detector of the zoomed-out look
-    monkeypatch.setattr(looker, "big_dice", lambda im, f: [(Detection(cluster, 0.9), [0, 1, 2])])
+    monkeypatch.setattr(looker, "big_dice", lambda im, f, shrunk=None: [(Detection(cluster, 0.9), [0, 1, 2])])
     assert reader._with_big_dice(image, found) == [d.box for d in found]
     # Three boxes of bare tray (no die) inside a big box: parts, dropped for it.
     tray = [(5.0, 5.0, 25.0, 25.0), (30.0, 5.0, 50.0, 25.0), (5.0, 30.0, 25.0, 50.0)]
     blank = np.full((400, 400, 3), 200, np.uint8)
     fake = [Detection(b, 0.5) for b in tray] + [Detection((300.0, 300.0, 330.0, 330.0), 0.8)]
-    monkeypatch.setattr(looker, "big_dice", lambda im, f: [(Detection((0.0, 0.0, 60.0, 60.0), 0.9), [0, 1, 2])])
+    monkeypatch.setattr(looker, "big_dice", lambda im, f, shrunk=None: [(Detection((0.0, 0.0, 60.0, 60.0), 0.9), [0, 1, 2])])
     assert reader._with_big_dice(blank, fake) == [(0.0, 0.0, 60.0, 60.0), (300.0, 300.0, 330.0, 330.0)]
 
 
@@ -1558,7 +1558,7 @@ def test_a_close_up_detector_takes_the_zoomed_out_look_only(tmp_path):
     assert reader.close_up_detector.path == tmp_path / "close-up.onnx"
     calls = []
     for det, name in ((reader.detector, "first"), (reader.close_up_detector, "close-up")):
-        det.big_dice = (lambda look, name: lambda image, found: calls.append(name) or look(image, found))(det.big_dice, name)
+        det.big_dice = (lambda look, name: lambda image, found, shrunk=None: calls.append(name) or look(image, found, shrunk))(det.big_dice, name)
     tally = time_models(reader)
     image = load_image(sorted(DEMO.glob("*.jpg"))[0])
     reading = reader.read(image)
@@ -1592,6 +1592,14 @@ def test_zoomed_out_look_sets_the_image_shrunk_in_the_middle_of_a_canvas_of_its_
     size = reader.detector.input_size  # the first look's long side: the image enlarged to it
     first = cv2.resize(image, (size, round(150 * size / 230)), interpolation=cv2.INTER_LINEAR)
     assert np.array_equal(canvas[inside].reshape(nh, nw, 3), cv2.resize(first, (nw, nh), interpolation=cv2.INTER_AREA))
+    # the first look's shrunk image and the edge colour, handed in by DiceReader.read: the same tensor
+    shrunk = reader.detector.shrink(image)
+    assert np.array_equal(shrunk, first)
+    again = reader.detector.prepare_zoomed_out(image, 3.0, shrunk, _edge_colour(image))
+    assert np.array_equal(again[0], tensor) and again[1:] == (scale, ox, oy)
+    # one that does not fit this zoom's first step (another look's size) is not used
+    other = reader.detector.prepare_zoomed_out(image, 3.0, np.zeros((10, 10, 3), np.uint8))
+    assert np.array_equal(other[0], tensor)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux") or __import__("platform").libc_ver()[0] != "glibc",
