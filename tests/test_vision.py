@@ -1527,6 +1527,37 @@ def test_bench_table_lists_models_in_run_order_with_other_last():
     assert header.split()[3:] == ["detector.onnx", "classifier.onnx", "classifier-2.onnx", "cocked.onnx", "other"]
 
 
+def test_a_big_die_is_confirmed_from_the_first_looks_shrunk_image(reader):
+    """Detector.confirms cuts a window that comes out no sharper than the first look's shrunk image
+    from that image: nearly the same 128-pixel window as one cut from the photo (pixel-area
+    averaging in two steps), and the same answer for a die four times its photo size and for bare
+    tray; a window sharper than the shrunk image is cut from the photo itself."""
+    from pi_table.vision.reader import _edge_colour
+
+    image = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    box = reader.read(image).dice[0].box
+    x0, y0, x1, y1 = (int(v) for v in box)
+    die = cv2.resize(image[y0:y1, x0:x1], None, fx=4, fy=4, interpolation=cv2.INTER_CUBIC)
+    frame = cv2.resize(cv2.GaussianBlur(image, (0, 0), 25), (640, 640))
+    frame[100 : 100 + die.shape[0], 120 : 120 + die.shape[1]] = die
+    big = (120.0, 100.0, 120.0 + die.shape[1], 100.0 + die.shape[0])
+    look = reader.close_up_detector or reader.detector
+    shrunk, colour = look.shrink(frame), _edge_colour(frame)
+    seen = []
+    original = look._find
+    look._find = lambda tensor, *a: seen.append(tensor) or original(tensor, *a)
+    try:
+        for window in (big, (400.0, 420.0, 560.0, 580.0)):
+            assert look.confirms(frame, window, colour) == look.confirms(frame, window, colour, shrunk) == (window == big)
+        assert 0 < np.abs(seen[0] - seen[1]).mean() < 0.01  # 0..1 RGB: another resize, the same window
+        small = (300.0, 300.0, 340.0, 340.0)  # 100 pixels to 128: sharper than the shrunk image's 50
+        look.confirms(frame, small, colour)
+        look.confirms(frame, small, colour, shrunk)
+        assert np.array_equal(seen[-1], seen[-2])
+    finally:
+        look._find = original
+
+
 def test_dice_small_in_the_frame_read_at_every_scale(reader):
     """A frame whose dice are small takes the enlarged look, which confirms each find in a window
     around it; a window starting a fraction of a pixel into the image put its part at canvas row -1

@@ -423,16 +423,20 @@ class Detector:
             # one the first look found too at a size it knows; below LARGE_DIE, one it found at all
             if any(iou(f.box, box) > 0.5 and (_long_side(f.box) * scale <= LARGE_DIE or side < LARGE_DIE) for f in found):
                 continue
-            if self.confirms(image, box, colour):
+            if self.confirms(image, box, colour, shrunk):
                 big.append((Detection(box, d.score), [i for i, f in enumerate(found) if _part_of(f.box, box)]))
         return big
 
-    def confirms(self, image: np.ndarray, box, colour: np.ndarray | None = None) -> bool:
+    def confirms(self, image: np.ndarray, box, colour: np.ndarray | None = None,
+                 shrunk: np.ndarray | None = None) -> bool:
         """Whether a look at the square window 2.5 times ``box`` (pixels of ``image``, HxWx3
         uint8 BGR) around its centre, scaled to 128 pixels (the box about 51 across, where the
         net sizes dice well), finds a die with IoU >= 0.5 to ``box``. Outside the image the
         window is the median colour of the image's edge (``colour``, 3 uint8 BGR, when the
-        caller has it)."""
+        caller has it). ``shrunk``: :meth:`shrink`'s image of ``image``, when the caller has it;
+        a window that comes out no sharper than that image is cut from it (pixel-area averaging
+        in two steps, as :meth:`prepare_zoomed_out` shrinks: a big die's window shrinks from a
+        quarter of the pixels)."""
         import cv2
 
         h, w = image.shape[:2]
@@ -440,17 +444,22 @@ class Detector:
         wx0, wy0 = (box[0] + box[2]) / 2 - side / 2, (box[1] + box[3]) / 2 - side / 2
         px = 128
         f = px / side
-        ix0, iy0 = max(0, int(math.floor(wx0))), max(0, int(math.floor(wy0)))
-        ix1, iy1 = min(w, int(math.ceil(wx0 + side))), min(h, int(math.ceil(wy0 + side)))
+        source, s = image, 1.0  # the image the window is cut from, and its pixels per pixel of image
+        if shrunk is not None and f <= max(shrunk.shape[:2]) / max(h, w) < 1:
+            source, s = shrunk, max(shrunk.shape[:2]) / max(h, w)
+        sh, sw = source.shape[:2]
+        sx0, sy0, sside, fs = wx0 * s, wy0 * s, side * s, f / s  # the window in the source's pixels
+        ix0, iy0 = max(0, int(math.floor(sx0))), max(0, int(math.floor(sy0)))
+        ix1, iy1 = min(sw, int(math.ceil(sx0 + sside))), min(sh, int(math.ceil(sy0 + sside)))
         colour = (_edge_colour(image) if colour is None else colour).tolist()
         canvas = None
         if ix1 - ix0 >= 2 and iy1 - iy0 >= 2:
-            # ix0 is wx0 rounded down: inside the image the part starts up to a pixel before the window,
+            # ix0 is sx0 rounded down: inside the image the part starts up to a pixel before the window,
             # which must not place it at canvas row or column -1 (a negative slice: a broadcast error).
-            cx0, cy0 = max(0, round((ix0 - wx0) * f)), max(0, round((iy0 - wy0) * f))
-            cw, ch = min(px - cx0, max(1, round((ix1 - ix0) * f))), min(px - cy0, max(1, round((iy1 - iy0) * f)))
+            cx0, cy0 = max(0, round((ix0 - sx0) * fs)), max(0, round((iy0 - sy0) * fs))
+            cw, ch = min(px - cx0, max(1, round((ix1 - ix0) * fs))), min(px - cy0, max(1, round((iy1 - iy0) * fs)))
             if cw > 0 and ch > 0:
-                part = cv2.resize(image[iy0:iy1, ix0:ix1], (cw, ch), interpolation=cv2.INTER_AREA if f < 1 else cv2.INTER_LINEAR)
+                part = cv2.resize(source[iy0:iy1, ix0:ix1], (cw, ch), interpolation=cv2.INTER_AREA if fs < 1 else cv2.INTER_LINEAR)
                 canvas = cv2.copyMakeBorder(part, cy0, px - cy0 - ch, cx0, px - cx0 - cw, cv2.BORDER_CONSTANT, value=colour)
         if canvas is None:
             canvas = np.empty((px, px, 3), np.uint8)
