@@ -850,3 +850,14 @@ def test_cocked_card_gives_the_training_command_and_the_calib_flat_target(tmp_pa
     assert "at most 0.165% of the calib split's" in card and "P(cocked) >=\n0.992 is reported" in card
     assert "| d8 | 5 | 40.00% | 20 | 5.00% | 90.00% |" in card
     assert "| nellbyler-d6-tray | 344 | 0.00% |" in card
+    assert "--calibrate-only" not in card
+    # fitted again by --calibrate-only: the training command stands, the threshold's target is the calibration's,
+    # and the card gives the calibration's command too
+    log["calibration"] = {"seconds": 225.0, "args": {"flat_target": "0.001", "int8": "False", "calibrate_only": "True"}}
+    (tmp_path / "cocked-log.json").write_text(json.dumps(log))
+    write_cocked_card(args, ck, {"cocked.onnx": 904000}, real, rend)
+    card = (tmp_path / "cocked.md").read_text()
+    assert "(CPU, 1 thread(s), seed 0, 3150.1 s)" in card and "at most 0.1% of the calib split's" in card
+    assert ("the weights kept (225.0 s):\n\n```sh\npython3 -m pi_table.train.cocked --data ../shared/data/real "
+            "--renders renders/train --renders renders/num --out models/ --seed 0 --threads 1 --calibrate-only "
+            "--flat-target 0.001\n```") in card

@@ -464,6 +464,11 @@ def test_training_smoke(tmp_path):
     assert (q / "cocked.onnx").stat().st_size < 0.5 * (tmp_path / "cocked.onnx").stat().st_size
     # the training run's loss curve stands; the temperature and threshold are fitted again, on the int8 model
     assert json.loads((q / "cocked-log.json").read_text())["loss"] == json.loads((tmp_path / "cocked-log.json").read_text())["loss"]
+    # ... and so do its time and options; the calibration's are logged beside them
+    trained_log, calibrated_log = (json.loads((d / "cocked-log.json").read_text()) for d in (tmp_path, q))
+    assert (calibrated_log["seconds"], calibrated_log["args"]) == (trained_log["seconds"], trained_log["args"])
+    assert calibrated_log["calibration"]["args"]["calibrate_only"] == "True" and "calibration" not in trained_log
+    assert calibrated_log["calibration"]["args"]["out"] == str(q) and calibrated_log["calibration"]["seconds"] > 0
     assert json.loads((q / "cocked.json").read_text()) == json.loads((q8 / "cocked.json").read_text())
     assert json.loads((q / "reader.json").read_text())["cocked"] == json.loads((q / "cocked.json").read_text())
     # --calibrate-only of a model that stays as it is: the training dice are not cut again, and the log keeps them
@@ -474,6 +479,7 @@ def test_training_smoke(tmp_path):
     assert " cut in " not in result.stdout + result.stderr and (q / "cocked.onnx").read_bytes() == model_bytes
     log_after = json.loads((q / "cocked-log.json").read_text())
     assert log_after["dice"] == log_before["dice"] and log_after["dice"]["flat"] > 0
+    assert log_after["args"] == trained_log["args"] and log_after["calibration"]["args"]["int8"] == "True"
     assert json.loads((q / "cocked.json").read_text()) == json.loads((q8 / "cocked.json").read_text())
     # a threshold per numbered kind, each chosen on the calib renders' dice of that kind
     config = json.loads((tmp_path / "reader.json").read_text())

@@ -327,6 +327,15 @@ def write_cocked_card(args, ck: dict, sizes: dict, real: dict, rend: dict | None
     cargs = clog.get("args", {})
     renders = " ".join(f"--renders {r}" for r in cargs.get("renders", ["renders/train"]))
     threads = cargs.get("threads", 2)  # the trainer's default where the log does not say
+    # the run that chose the threshold: a later --calibrate-only, or the training run itself
+    calibration = clog.get("calibration")
+    fitted = calibration["args"] if calibration else cargs
+    refit = ""
+    if calibration:
+        options = f" --flat-target {fitted.get('flat_target')}" + (" --int8" if fitted.get("int8") == "True" else "")
+        refit = (f"\n\nTemperature and threshold fitted again, the weights kept ({calibration.get('seconds', '?')} s):\n\n"
+                 f"```sh\npython3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0 "
+                 f"--threads {threads} --calibrate-only{options}\n```")
     photo_rows = "\n".join(f"| {name} | {s['counts']['found']} | {s['cocked']:.2%} |" for name, s in real["folders"].items())
     render_rows = ""
     if rend is not None:
@@ -346,7 +355,7 @@ never guessed (RULES.md, "Dice faces as read by the camera"): the table asks for
 residual CNN (`pi_table/train/nets.py` `NumeralNet`, two classes `flat`, `cocked`) on a crop of each die
 ({ck['crop_size']}x{ck['crop_size']}, {ck['margin']} times the box){' and, as two constant input planes, where the die lies in the image (its offset from the image centre; CoordConv, Liu et al. 2018): seen from a camera above the tray, a flat die far from the centre shows a side too, but only the side away from the centre. Not used by `read --crop`: a crop does not say where its die lay' if ck.get('position') else ''}; `pi_table/vision/reader.py` `cocked_probability`.
 Confidence = softmax(logits / T), T = {ck['temperature']:.3f} fitted on the calib split; a die at P(cocked) >=
-{ck['threshold']} is reported `cocked`, the lowest threshold at which at most {100 * float(cargs.get('flat_target', 0.005)):.3g}% of the calib split's
+{ck['threshold']} is reported `cocked`, the lowest threshold at which at most {100 * float(fitted.get('flat_target', 0.005)):.3g}% of the calib split's
 flat dice, photos and renders each, are flagged (calib: {clog.get('photo_flat_flagged', 0):.2%} of {clog.get('calib_photo_dice', '?')} photo dice,
 {clog.get('render_flat_flagged', 0):.2%} of {clog.get('calib_render_flat', '?')} flat rendered dice flagged; {clog.get('cocked_caught', 0):.1%} of
 {clog.get('calib_render_cocked', '?')} cocked rendered dice caught).
@@ -361,7 +370,7 @@ Command that trained it (CPU, {threads} thread(s), seed {cargs.get('seed', '?')}
 
 ```sh
 python3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0 --threads {threads}
-```
+```{refit}
 
 ## Flat dice wrongly reported cocked (held-out photos, `pi-table eval {args.data} --held-out`)
 

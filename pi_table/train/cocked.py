@@ -252,13 +252,15 @@ def main(argv=None) -> int:
     trained = {"loss": [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)],
                "dice": {"cocked_renders": len(banks[0][0]), "flat": int(sum(len(b) for b, label in banks if label == 0))}
                if banks else {}}
-    if args.calibrate_only and (args.out / "cocked-log.json").is_file():  # the training run's curve and dice stand
-        before = json.loads((args.out / "cocked-log.json").read_text())
-        trained = {k: before.get(k, v) for k, v in trained.items()}
+    run = {"seconds": round(time.time() - started, 1),
+           "args": {k: (str(v) if not isinstance(v, list) else [str(x) for x in v]) for k, v in vars(args).items()}}
     entry = {"classes": CLASSES, **trained, "int8": is_quantized(path),
-             **figures, "temperature": temperature, "threshold": threshold,
-             "seconds": round(time.time() - started, 1),
-             "args": {k: (str(v) if not isinstance(v, list) else [str(x) for x in v]) for k, v in vars(args).items()}}
+             **figures, "temperature": temperature, "threshold": threshold, **run}
+    if args.calibrate_only and (args.out / "cocked-log.json").is_file():
+        # The training run's curve, dice, time and options stand (the card's training command is
+        # theirs); this run's, which chose the temperature and threshold, go under "calibration".
+        before = json.loads((args.out / "cocked-log.json").read_text())
+        entry.update({k: before.get(k, v) for k, v in {**trained, **run}.items()}, calibration=run)
     (args.out / "cocked-log.json").write_text(json.dumps(entry, indent=1) + "\n")
     log(f"cocked done in {time.time() - started:.0f} s; {path} ({path.stat().st_size / 1e3:.0f} kB)")
     return 0
