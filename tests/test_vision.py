@@ -108,6 +108,29 @@ def test_tensors_are_numpys_swap_transpose_and_scale():
     crops = np.stack([crop_die(image, b, 24, 1.3) for b in boxes])
     want = np.ascontiguousarray(crops[:, :, :, ::-1].transpose(0, 3, 1, 2).astype(np.float32) * (1 / 255))
     assert np.array_equal(model.crops(image, boxes), want)
+    # ... and OpenCV's blobFromImages (the reader's converter before), every uint8 value
+    every = np.arange(256 * 3, dtype=np.int64).reshape(16, 16, 3).astype(np.uint8)
+    assert np.array_equal(_tensor(every), cv2.dnn.blobFromImage(every, 1 / 255, swapRB=True))
+    # room for more planes (the cocked model's position), and no crops: an empty batch of the crop's size
+    wide = model.crops(image, boxes, planes=5)
+    assert wide.shape == (2, 5, 24, 24) and wide.flags["C_CONTIGUOUS"] and np.array_equal(wide[:, :3], want)
+    assert model.crops(image, []).shape == (0, 3, 24, 24)
+
+
+def test_cocked_model_reads_crops_and_position_planes_as_with_position_makes_them(reader):
+    """DiceReader.cocked_probability writes the two position planes into the crops' batch in place:
+    the same input as with_position (the training code's), so the same probabilities."""
+    from pi_table.vision.reader import centre_offset, with_position
+
+    if reader.cocked is None or not reader.config["cocked"].get("position"):
+        pytest.skip("the shipped models have no cocked-die model that sees position")
+    image = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    boxes = [d.box for d in reader.read(image).dice]
+    h, w = image.shape[:2]
+    offsets = np.array([centre_offset(b, w, h) for b in boxes], np.float32)
+    z = reader.cocked.logits(with_position(reader.cocked.crops(image, boxes), offsets))
+    want = reader.cocked.calibrated(z)[:, reader.cocked.classes.index("cocked")]
+    assert len(boxes) >= 3 and np.array_equal(reader.cocked_probability(image, boxes), want)
 
 
 def test_reading_order_rows_then_columns():

@@ -512,11 +512,23 @@ def _edge_colour(image: np.ndarray) -> np.ndarray:
 
 
 def _tensor(canvas: np.ndarray) -> np.ndarray:
-    """HxWx3 uint8 BGR -> 1x3xHxW float32 RGB 0..1, contiguous (OpenCV's blobFromImage: the same
-    values as NumPy's swap, transpose and scale, bit for bit, in half the time)."""
-    import cv2
+    """HxWx3 uint8 BGR -> 1x3xHxW float32 RGB 0..1, contiguous (:func:`_chw`)."""
+    return _chw(canvas[None])
 
-    return cv2.dnn.blobFromImage(canvas, 1 / 255, swapRB=True)
+
+def _chw(images, planes: int = 3, size: int = 0) -> np.ndarray:
+    """N HxWx3 uint8 BGR images (a list of one size, or an NxHxWx3 array) -> NxPxHxW float32,
+    contiguous: planes 0-2 RGB 0..1, the rest (``planes`` > 3) not set, for the caller to fill.
+    Each plane is NumPy's uint8 x float32(1/255): the same values as NumPy's swap, transpose and
+    scale and as OpenCV's blobFromImages, bit for bit, in under half blobFromImages' time (a 20-die
+    batch of 48-pixel crops 0.50 -> 0.19 ms on one core here, throwaway timing). ``size``: H and W
+    of an empty list's 0xPxHxW."""
+    stack = images if isinstance(images, np.ndarray) else (np.stack(images) if len(images) else
+                                                            np.zeros((0, size, size, 3), np.uint8))
+    out = np.empty((stack.shape[0], planes) + stack.shape[1:3], np.float32)
+    for c in range(3):
+        np.multiply(stack[..., 2 - c], np.float32(1 / 255), out=out[:, c], dtype=np.float32)
+    return out
 
 
 def decode(heat: np.ndarray, size: np.ndarray, offset: np.ndarray, threshold: float, stride: float,
@@ -614,11 +626,10 @@ class Classifier:
         if self.cascade is not None and not 0 < self.cascade <= 1:
             raise ValueError(f"cascade must be in (0, 1], got {cascade!r}")
 
-    def crops(self, image: np.ndarray, boxes) -> np.ndarray:
-        """Nx3xSxS float32 RGB 0..1 crops of ``image`` (HxWx3 uint8 BGR) around ``boxes``."""
-        import cv2
-
-        return cv2.dnn.blobFromImages([crop_die(image, b, self.crop_size, self.margin) for b in boxes], 1 / 255, swapRB=True)
+    def crops(self, image: np.ndarray, boxes, planes: int = 3) -> np.ndarray:
+        """NxPxSxS float32 crops of ``image`` (HxWx3 uint8 BGR) around ``boxes``: planes 0-2 RGB
+        0..1; ``planes`` - 3 more left for the caller to fill (:func:`_chw`)."""
+        return _chw([crop_die(image, b, self.crop_size, self.margin) for b in boxes], planes, self.crop_size)
 
     @property
     def refines(self) -> bool:
@@ -995,10 +1006,11 @@ class DiceReader:
         (:func:`with_position`)."""
         if self.cocked is None or not len(boxes):
             return np.zeros(len(boxes))
-        crops = self.cocked.crops(image, boxes)
-        if self.config["cocked"].get("position"):
+        position = bool(self.config["cocked"].get("position"))
+        crops = self.cocked.crops(image, boxes, 5 if position else 3)
+        if position:  # with_position's planes, written in place
             h, w = image.shape[:2]
-            crops = with_position(crops, np.array([centre_offset(b, w, h) for b in boxes], np.float32))
+            crops[:, 3:] = np.array([centre_offset(b, w, h) for b in boxes], np.float32)[:, :, None, None]
         p = self.cocked.calibrated(self.cocked.logits(crops))
         return p[:, self.cocked.classes.index("cocked")]
 
