@@ -857,7 +857,8 @@ def test_cli_names_a_missing_model_file(tmp_path):
 
 def test_second_look_averages_quarter_turns_of_unsure_dice_only():
     """Dice below the threshold are read again from their crop turned by 1, 2 and 3 quarter
-    turns and the four views' scores averaged; sure dice keep their one reading."""
+    turns and the four views' scores averaged (at second_look 8 those and the four mirrored);
+    sure dice keep their one reading."""
     reader = DiceReader()
     reader.second_look = 4
     image = load_image(sorted(DEMO.glob("*.jpg"))[0])
@@ -871,6 +872,17 @@ def test_second_look_averages_quarter_turns_of_unsure_dice_only():
     assert die.sum() >= 3
     expected = np.where(die[:, None], np.mean(turned, axis=0), first)
     assert np.allclose(reader._second_look(image, boxes, first), expected, atol=1e-4)
+    # eight views: the four turns, each also mirrored, for the classifier
+    reader.second_look = 8
+    mirrored = [reader.classifier.logits(np.ascontiguousarray(np.flip(np.rot90(crops, k, axes=(2, 3)), axis=3)))
+                for k in range(4)]
+    assert not np.allclose(mirrored[0], turned[0], atol=1e-3)
+    expected8 = np.where(die[:, None], np.mean(turned + mirrored, axis=0), first)
+    assert np.allclose(reader._second_look(image, boxes, first), expected8, atol=1e-4)
+    # ... but a numeral model's views are the four turns only (a mirrored numeral is no die's)
+    out = reader._turned_mean(reader.classifier, image, boxes, first, np.arange(len(boxes)), mirrored=False)
+    assert np.allclose(out, np.mean(turned, axis=0), atol=1e-4)
+    reader.second_look = 4
     reader.threshold = 0.0  # every die sure
     assert np.array_equal(reader._second_look(image, boxes, first), first)
     reader.second_look = 1  # off
@@ -968,7 +980,7 @@ def test_reader_json_names_a_bad_temperature(tmp_path, entry, value, says):
 
 
 def test_reader_json_names_a_bad_second_look(tmp_path):
-    with pytest.raises(ValueError, match="second_look must be 1, 2 or 4, got 3"):
+    with pytest.raises(ValueError, match="second_look must be 1, 2, 4 or 8, got 3"):
         DiceReader(models_copy(tmp_path, lambda config: {**config, "second_look": 3}))
 
 

@@ -235,7 +235,7 @@ box and rejects those that are not dice.
 {common}""")
     views = int(config.get("second_look", 1))
     look_text = (f"\nSecond look: a die below its kind's threshold is read again from its crop turned by "
-                 f"{'quarter turns' if views == 4 else 'a half turn'} and the {views} views' logits are averaged "
+                 f"{({4: 'quarter turns', 8: 'quarter turns, each also mirrored'}).get(views, 'a half turn')} and the {views} views' logits are averaged "
                  f"(test-time augmentation, paid only for unsure dice; the threshold is chosen with it on)."
                  if views > 1 else "")
     shape_text = (" (`KIND:*`: a numbered die told by its shape only; `numerals.onnx` reads its numeral, see numerals.md)"

@@ -49,7 +49,8 @@
    and three quarters (a die's top face reads the same whichever way it is turned), and the
    four views' scores are averaged: test-time augmentation, paid only for unsure dice. On
    the held-out nellbyler dice it lifted the shipped model's top-1 face from 97.3% to 98.8%.
-   The numeral model gets the same second look for its unsure numerals.
+   The numeral model gets the same second look for its unsure numerals. ``second_look`` 8 adds
+   the four views mirrored, for the classifier only (:meth:`DiceReader._turned_mean`).
 
    **Refine the unsure** (``reader.json``'s ``refine_unsure``, passes): before its second look, a
    die below its threshold is cut again around the box the classifier's box head placed and read
@@ -860,10 +861,11 @@ class DiceReader:
         self.refine_unsure = int(self.config.get("refine_unsure", 0))
         if not 0 <= self.refine_unsure <= 3:
             raise ValueError(f"{config_path}: refine_unsure must be 0..3, got {self.refine_unsure}")
-        #: Views averaged for a die below the threshold (1: none; 2: and a half turn; 4: quarter turns).
+        #: Views averaged for a die below the threshold (1: none; 2: and a half turn; 4: quarter turns;
+        #: 8: quarter turns, each also mirrored, for the classifier: :meth:`_turned_mean`).
         self.second_look = int(self.config.get("second_look", 1))
-        if self.second_look not in (1, 2, 4):
-            raise ValueError(f"{config_path}: second_look must be 1, 2 or 4, got {self.second_look}")
+        if self.second_look not in (1, 2, 4, 8):
+            raise ValueError(f"{config_path}: second_look must be 1, 2, 4 or 8, got {self.second_look}")
         self.kinds = tuple(sorted({c.split(":")[0] for c in self.classes if c != "none"}, key=KINDS.index))
         #: Whether :meth:`read` looks again, zoomed out, for dice too big for the detector
         #: (``reader.json``'s ``zoom_out``, default true; module docstring, "Big dice").
@@ -952,15 +954,23 @@ class DiceReader:
         best = dice[p[:, dice].argmax(axis=1)]
         return np.flatnonzero((p[np.arange(len(p)), best] < limits[best]) & (p[:, none] < self.none_threshold))
 
-    def _turned_mean(self, model: "Classifier", image: np.ndarray, boxes, logits: np.ndarray, rows) -> np.ndarray:
+    def _turned_mean(self, model: "Classifier", image: np.ndarray, boxes, logits: np.ndarray, rows,
+                     mirrored: bool = True) -> np.ndarray:
         """``logits`` (NxC, ``model``'s) with the rows ``rows`` replaced by the mean of their view
-        and :attr:`second_look` - 1 turned views of ``model``'s crops around ``boxes`` (one per row)."""
+        and :attr:`second_look` - 1 turned views of ``model``'s crops around ``boxes`` (one per row).
+        At ``second_look`` 8 the views are the crop's quarter turns, each also mirrored (the
+        dihedral group of the square: a d6's top face mirrored is a view of a face with the same
+        pips, and the classifier trained on mirrored crops); with ``mirrored`` False (a numeral
+        model: a mirrored numeral is no die's) the four quarter turns."""
         crops = model.crops(image, boxes)
-        turns = (1, 2, 3) if self.second_look == 4 else (2,)
-        views = np.concatenate([np.ascontiguousarray(np.rot90(crops, k, axes=(2, 3))) for k in turns])
-        more = model.logits(views).reshape(len(turns), len(rows), -1)
+        views_wanted = 4 if self.second_look == 8 and not mirrored else self.second_look
+        turns = (1, 2, 3) if views_wanted >= 4 else (2,)
+        views = [np.rot90(crops, k, axes=(2, 3)) for k in turns]
+        if views_wanted == 8:
+            views += [np.flip(v, axis=3) for v in [crops] + views]
+        more = model.logits(np.ascontiguousarray(np.concatenate(views))).reshape(len(views), len(rows), -1)
         out = logits.copy()
-        out[rows] = (logits[rows] + more.sum(axis=0)) / (1 + len(turns))
+        out[rows] = (logits[rows] + more.sum(axis=0)) / (1 + len(views))
         return out
 
     def _numeral_logits(self, image: np.ndarray, boxes) -> np.ndarray:
@@ -976,7 +986,7 @@ class DiceReader:
         rows = np.flatnonzero(self.numerals.calibrated(logits).max(axis=1) < limit)
         if not len(rows):
             return logits
-        return self._turned_mean(self.numerals, image, [boxes[i] for i in rows], logits, rows)
+        return self._turned_mean(self.numerals, image, [boxes[i] for i in rows], logits, rows, mirrored=False)
 
     def classify(self, image: np.ndarray, boxes, kinds=None, refine: int | None = None) -> tuple[list, np.ndarray]:
         """Boxes as :meth:`boxes_and_logits` moves them, and NxK float32 calibrated probabilities
