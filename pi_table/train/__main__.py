@@ -101,9 +101,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "corrections applied (pi_table/vision/label_fixes.json; as pi-table eval --fixed-labels)")
     p.add_argument("--box-weight", type=float, default=1.0, help="weight of the classifier's box-refinement loss")
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
-    p.add_argument("--second-look", type=int, default=4, choices=(1, 2, 4, 8), help="views averaged for a die below the "
-                   "threshold at run time (reader.json; 1 for none): its crop turned by quarter turns (8: each also "
-                   "mirrored, for the classifier)")
+    p.add_argument("--second-look", type=int, default=8, choices=(1, 2, 4, 8), help="views averaged for a die below the "
+                   "threshold at run time (reader.json; 1 for none): its crop turned by quarter turns (8, the default: "
+                   "each also mirrored, for the classifier; models/classifier.md, \"Eight views\")")
     p.add_argument("--refine-unsure", type=int, default=1, choices=(0, 1, 2, 3),
                    help="passes that read a die below the threshold again from the box the box head placed "
                         "(reader.json's refine_unsure, at run time; default 1, as shipped: models/classifier.md, "
