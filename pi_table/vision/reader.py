@@ -1030,22 +1030,27 @@ class DiceReader:
         none = classes.index("none")
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
         dice = []
-        overlap = iou_matrix(boxes, boxes) > 0.5
+        overlap = (iou_matrix(boxes, boxes) > 0.5).tolist()
+        # Every row at once (the same float32 and float64 operations as row by row): the face's share
+        # of the probability that is not `none`, and the best face.
+        faces = np.array(probs, np.float32).reshape(len(boxes), len(classes))
+        not_die = faces[:, none].astype(np.float64).tolist()
+        faces[:, none] = 0
+        totals = faces.sum(axis=1)
+        best_faces = faces.argmax(axis=1)
+        shares = (faces[np.arange(len(faces)), best_faces] / np.where(totals > 0, totals, 1)).astype(np.float64).tolist()
         kept: list[int] = []
-        for i, (box, p) in enumerate(zip(boxes, probs)):
-            if not crop_mode and p[none] >= self.none_threshold:
+        for i, box in enumerate(boxes):
+            if not crop_mode and not_die[i] >= self.none_threshold:
                 continue  # the classifier says this box is not a die
-            if not crop_mode and overlap[i, kept].any():
+            if not crop_mode and any(overlap[i][k] for k in kept):
                 continue  # two detections the box head moved onto one die
             kept.append(i)
-            faces = p.copy()
-            faces[none] = 0
-            total = float(faces.sum())
-            best = int(np.argmax(faces))
-            face_confidence = float(faces[best] / total) if total > 0 else 0.0
+            best = int(best_faces[i])
+            face_confidence = shares[i] if totals[i] > 0 else 0.0
             kind, face = classes[best].split(":")
             # The die's confidence: right face given a die, times the chance it is a die at all.
-            confidence = face_confidence * (1.0 - (0.0 if crop_mode else float(p[none])))
+            confidence = face_confidence * (1.0 - (0.0 if crop_mode else not_die[i]))
             if confidence < (self.threshold_for(kind) if threshold is None else float(threshold)):
                 dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence,
                                 "unreadable", face_confidence))
