@@ -556,7 +556,7 @@ def decode(heat: np.ndarray, size: np.ndarray, offset: np.ndarray, threshold: fl
     overlaps = iou_matrix(boxes, boxes) > nms_iou
     # Greedy non-maximum suppression, best peak first: a box overlapping a kept one by more than
     # nms_iou is dropped. (Python floats taken once, by tolist: the same values as float() of
-    # each element, in a third of decode's time.)
+    # each element, in about a third less time: 0.32 -> 0.22 ms for 20 dice, throwaway timing.)
     rows, scores = boxes.tolist(), heat[ys, xs].tolist()
     suppressed = np.zeros(len(rows), bool)
     found: list[Detection] = []
