@@ -861,3 +861,9 @@ def test_cocked_card_gives_the_training_command_and_the_calib_flat_target(tmp_pa
     assert ("the weights kept (225.0 s):\n\n```sh\npython3 -m pi_table.train.cocked --data ../shared/data/real "
             "--renders renders/train --renders renders/num --out models/ --seed 0 --threads 1 --calibrate-only "
             "--flat-target 0.001\n```") in card
+    # the calibration's command carries the thread count it ran on, where its log says
+    log["calibration"]["args"]["threads"] = "2"
+    (tmp_path / "cocked-log.json").write_text(json.dumps(log))
+    write_cocked_card(args, ck, {"cocked.onnx": 904000}, real, rend)
+    card = (tmp_path / "cocked.md").read_text()
+    assert "--seed 0 --threads 1\n```" in card and "--threads 2 --calibrate-only --flat-target 0.001" in card

@@ -335,7 +335,7 @@ def write_cocked_card(args, ck: dict, sizes: dict, real: dict, rend: dict | None
         options = f" --flat-target {fitted.get('flat_target')}" + (" --int8" if fitted.get("int8") == "True" else "")
         refit = (f"\n\nTemperature and threshold fitted again, the weights kept ({calibration.get('seconds', '?')} s):\n\n"
                  f"```sh\npython3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0 "
-                 f"--threads {threads} --calibrate-only{options}\n```")
+                 f"--threads {fitted.get('threads', threads)} --calibrate-only{options}\n```")
     photo_rows = "\n".join(f"| {name} | {s['counts']['found']} | {s['cocked']:.2%} |" for name, s in real["folders"].items())
     render_rows = ""
     if rend is not None:

@@ -779,9 +779,17 @@ def with_position(crops: np.ndarray, offsets: np.ndarray) -> np.ndarray:
     """Nx3xSxS float32 crops with two constant planes appended, each die's offset from the image
     centre (Nx2 float32, in image long sides, x right and y down, as seen in the crop): Nx5xSxS
     float32, the cocked model's input (CoordConv, Liu et al. 2018)."""
-    n, _, h, w = crops.shape
-    planes = np.broadcast_to(np.asarray(offsets, np.float32).reshape(n, 2, 1, 1), (n, 2, h, w))
-    return np.ascontiguousarray(np.concatenate([crops, planes], axis=1))
+    n, c, h, w = crops.shape
+    batch = np.empty((n, c + 2, h, w), np.float32)
+    batch[:, :c] = crops
+    return set_position(batch, offsets)
+
+
+def set_position(batch: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``batch`` (NxPxSxS float32) with its last two planes set to each die's offset from the image
+    centre (Nx2, as :func:`with_position` takes them), in place; returns ``batch``."""
+    batch[:, -2:] = np.asarray(offsets, np.float32).reshape(len(batch), 2, 1, 1)
+    return batch
 
 
 def reading_order(boxes) -> list[int]:
@@ -963,10 +971,9 @@ class DiceReader:
         pips, and the classifier trained on mirrored crops); with ``mirrored`` False (a numeral
         model: a mirrored numeral is no die's) the four quarter turns."""
         crops = model.crops(image, boxes)
-        views_wanted = 4 if self.second_look == 8 and not mirrored else self.second_look
-        turns = (1, 2, 3) if views_wanted >= 4 else (2,)
+        turns = (1, 2, 3) if self.second_look >= 4 else (2,)
         views = [np.rot90(crops, k, axes=(2, 3)) for k in turns]
-        if views_wanted == 8:
+        if self.second_look == 8 and mirrored:
             views += [np.flip(v, axis=3) for v in [crops] + views]
         more = model.logits(np.ascontiguousarray(np.concatenate(views))).reshape(len(views), len(rows), -1)
         out = logits.copy()
@@ -1018,9 +1025,9 @@ class DiceReader:
             return np.zeros(len(boxes))
         position = bool(self.config["cocked"].get("position"))
         crops = self.cocked.crops(image, boxes, 5 if position else 3)
-        if position:  # with_position's planes, written in place
+        if position:  # with_position's planes, written into the crops' batch
             h, w = image.shape[:2]
-            crops[:, 3:] = np.array([centre_offset(b, w, h) for b in boxes], np.float32)[:, :, None, None]
+            set_position(crops, np.array([centre_offset(b, w, h) for b in boxes], np.float32))
         p = self.cocked.calibrated(self.cocked.logits(crops))
         return p[:, self.cocked.classes.index("cocked")]
 
