@@ -867,3 +867,26 @@ def test_cocked_card_gives_the_training_command_and_the_calib_flat_target(tmp_pa
     write_cocked_card(args, ck, {"cocked.onnx": 904000}, real, rend)
     card = (tmp_path / "cocked.md").read_text()
     assert "--seed 0 --threads 1\n```" in card and "--threads 2 --calibrate-only --flat-target 0.001" in card
+
+
+def test_cocked_calibration_keeps_the_training_log_and_survives_a_broken_one(tmp_path, capsys):
+    """--calibrate-only (pi_table.train.cocked.with_training_log): the training run's curve, dice, time
+    and options stay, the calibration's time and options go under "calibration"; a log that is not a
+    JSON object is named in one line and this run's values are logged as they are, no traceback."""
+    from pi_table.train.cocked import with_training_log
+
+    run = {"seconds": 225.0, "args": {"calibrate_only": "True"}}
+    trained = {"loss": [0.1], "dice": {"flat": 3}, **run}
+    entry = {"classes": ["flat", "cocked"], "threshold": 0.99, **trained}
+    path = tmp_path / "cocked-log.json"
+    path.write_text(json.dumps({"loss": [0.6, 0.4], "dice": {"flat": 9}, "seconds": 2777.7, "args": {"threads": "1"}}))
+    merged = with_training_log(entry, trained, run, path)
+    assert merged["loss"] == [0.6, 0.4] and merged["dice"] == {"flat": 9} and merged["seconds"] == 2777.7
+    assert merged["args"] == {"threads": "1"} and merged["calibration"] == run and merged["threshold"] == 0.99
+    for broken in ("{not json", "[1, 2]"):
+        path.write_text(broken)
+        assert with_training_log(entry, trained, run, path) == entry
+        assert f"{path} is not a training log" in capsys.readouterr().out
+    path.unlink()  # no log at all: this run's values, as before
+    assert with_training_log(entry, trained, run, path) == entry and capsys.readouterr().out == ""
+

@@ -256,14 +256,31 @@ def main(argv=None) -> int:
            "args": {k: (str(v) if not isinstance(v, list) else [str(x) for x in v]) for k, v in vars(args).items()}}
     entry = {"classes": CLASSES, **trained, "int8": is_quantized(path),
              **figures, "temperature": temperature, "threshold": threshold, **run}
-    if args.calibrate_only and (args.out / "cocked-log.json").is_file():
-        # The training run's curve, dice, time and options stand (the card's training command is
-        # theirs); this run's, which chose the temperature and threshold, go under "calibration".
-        before = json.loads((args.out / "cocked-log.json").read_text())
-        entry.update({k: before.get(k, v) for k, v in {**trained, **run}.items()}, calibration=run)
+    if args.calibrate_only:
+        entry = with_training_log(entry, {**trained, **run}, run, args.out / "cocked-log.json")
     (args.out / "cocked-log.json").write_text(json.dumps(entry, indent=1) + "\n")
     log(f"cocked done in {time.time() - started:.0f} s; {path} ({path.stat().st_size / 1e3:.0f} kB)")
     return 0
+
+
+def with_training_log(entry: dict, trained: dict, run: dict, path: Path) -> dict:
+    """A ``--calibrate-only`` run's log ``entry`` with the training run's values kept from the log
+    at ``path``: of the keys of ``trained`` (loss curve, dice, seconds, args), the old log's where it
+    has them; this run's seconds and args go under ``calibration``. Without a log, ``entry`` as it
+    is; a log that is not a JSON object is named in one line and ``entry`` is kept as it is too (the
+    model and settings the run wrote stand)."""
+    from pi_table.train.__main__ import log
+
+    if not path.is_file():
+        return entry
+    try:
+        before = json.loads(path.read_text())
+    except ValueError:
+        before = None
+    if not isinstance(before, dict):
+        log(f"warning: {path} is not a training log; this calibration's values are logged alone")
+        return entry
+    return {**entry, **{k: before.get(k, v) for k, v in trained.items()}, "calibration": run}
 
 
 if __name__ == "__main__":
