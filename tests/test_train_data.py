@@ -635,6 +635,50 @@ def test_int8_numerals_are_smaller_and_agree_with_the_float_model(tmp_path):
     assert np.corrcoef(z_float.ravel(), z_int8.ravel())[0, 1] > 0.95
 
 
+def test_first_conv_padded_to_four_channels_reads_every_crop_bit_for_bit(tmp_path, monkeypatch):
+    """nets.pad_first_conv (which quantize_int8 runs last): the int8 classifier's first convolution
+    gets a fourth, zero input channel, for onnxruntime's speed; every output stays the same bytes,
+    and a second pass changes nothing. The shipped int8 models carry it."""
+    pytest.importorskip("torch")
+    onnx = pytest.importorskip("onnx")
+    import shutil
+
+    from onnx import numpy_helper
+
+    from pi_table.train import nets
+    from pi_table.vision.reader import _session, models_dir
+
+    def first_conv_channels(path):
+        model = onnx.load(str(path))
+        conv = next(n for n in model.graph.node if n.op_type == "Conv")
+        made_by = {o: n for n in model.graph.node for o in n.output}
+        weights = {i.name: i for i in model.graph.initializer}
+        return numpy_helper.to_array(weights[made_by[conv.input[1]].input[0]]).shape[1]
+
+    nets.torch.manual_seed(0)
+    float_path, plain, padded = tmp_path / "float.onnx", tmp_path / "plain.onnx", tmp_path / "padded.onnx"
+    nets.export_classifier(nets.ClassifierNet(9, width=0.5), float_path, 48)
+    rng = np.random.default_rng(0)
+    batches = [rng.integers(0, 256, (8, 3, 48, 48)).astype(np.float32) * np.float32(1 / 255) for _ in range(3)]
+    monkeypatch.setattr(nets, "pad_first_conv", lambda path, multiple=4: False)
+    nets.quantize_int8(float_path, plain, batches)
+    monkeypatch.undo()
+    shutil.copy(plain, padded)
+    assert first_conv_channels(plain) == 3
+    assert nets.pad_first_conv(padded) and first_conv_channels(padded) == 4
+    assert not nets.pad_first_conv(padded)  # already a multiple of 4
+    assert not nets.pad_first_conv(float_path)  # not QDQ: left alone
+    crops = rng.integers(0, 256, (16, 3, 48, 48)).astype(np.float32) * np.float32(1 / 255)
+    before, after = (_session(p, 1).run(["logits", "box"], {"crops": crops}) for p in (plain, padded))
+    assert all(np.array_equal(a, b) for a, b in zip(before, after))
+    # quantize_int8 itself writes the padded model
+    again = tmp_path / "again.onnx"
+    nets.quantize_int8(float_path, again, batches)
+    assert first_conv_channels(again) == 4
+    for name, channels in (("classifier.onnx", 4), ("classifier-2.onnx", 4), ("numerals.onnx", 8)):
+        assert first_conv_channels(models_dir() / name) == channels
+
+
 def test_crop_bank_turns_a_dies_offset_from_the_image_centre_with_its_crop():
     """The cocked model sees where a die lies (CoordConv planes): a crop turned by any angle
     must carry the offset turned alike, or a flat die's perspective side points the wrong way."""
