@@ -14,7 +14,7 @@ import pytest
 
 from pi_table.vision import DiceReader, crop_die, load_image
 from pi_table.vision.dataset import LabelledDie, LabelledImage, load_crops, load_yolo, parse_crop_label
-from pi_table.vision.reader import Classifier, _tensor, decode, iou, iou_matrix, reading_order
+from pi_table.vision.reader import Classifier, _chw, _tensor, decode, iou, iou_matrix, reading_order
 from tests.conftest import REPO, drawn_die_scene, need_shared
 
 DEMO = REPO / "pi_table" / "demo"
@@ -115,6 +115,8 @@ def test_tensors_are_numpys_swap_transpose_and_scale():
     wide = model.crops(image, boxes, planes=5)
     assert wide.shape == (2, 5, 24, 24) and wide.flags["C_CONTIGUOUS"] and np.array_equal(wide[:, :3], want)
     assert model.crops(image, []).shape == (0, 3, 24, 24)
+    # a batch that is a strided view of another (the reader's planes are split from a contiguous copy)
+    assert np.array_equal(_chw(crops[:, ::2, 1:]), want[:, :, ::2, 1:])
 
 
 def test_cocked_model_reads_crops_and_position_planes_as_with_position_makes_them(reader):

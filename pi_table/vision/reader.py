@@ -522,13 +522,20 @@ def _chw(images, planes: int = 3, size: int = 0) -> np.ndarray:
     contiguous: planes 0-2 RGB 0..1, the rest (``planes`` > 3) not set, for the caller to fill.
     Each plane is NumPy's uint8 x float32(1/255): the same values as NumPy's swap, transpose and
     scale and as OpenCV's blobFromImages, bit for bit, in under half blobFromImages' time (a 20-die
-    batch of 48-pixel crops 0.50 -> 0.19 ms on one core here, throwaway timing). ``size``: H and W
-    of an empty list's 0xPxHxW."""
+    batch of 48-pixel crops 0.50 -> 0.19 ms on one core here, throwaway timing). OpenCV's
+    ``split`` first copies each colour into a plane of its own, so that the scaling reads
+    contiguous bytes: the same values, and about a sixth less time over a 20-dice frame's five
+    batches (0.96 -> 0.79 ms, throwaway timing). ``size``: H and W of an empty list's 0xPxHxW."""
+    import cv2
+
     stack = images if isinstance(images, np.ndarray) else (np.stack(images) if len(images) else
                                                             np.zeros((0, size, size, 3), np.uint8))
-    out = np.empty((stack.shape[0], planes) + stack.shape[1:3], np.float32)
-    for c in range(3):
-        np.multiply(stack[..., 2 - c], np.float32(1 / 255), out=out[:, c], dtype=np.float32)
+    n, h, w = stack.shape[:3]
+    out = np.empty((n, planes, h, w), np.float32)
+    if n and h and w:
+        bgr = cv2.split(np.ascontiguousarray(stack).reshape(n * h, w, 3))
+        for c in range(3):
+            np.multiply(bgr[2 - c].reshape(n, h, w), np.float32(1 / 255), out=out[:, c], dtype=np.float32)
     return out
 
 
