@@ -679,6 +679,49 @@ def test_first_conv_padded_to_four_channels_reads_every_crop_bit_for_bit(tmp_pat
         assert first_conv_channels(models_dir() / name) == channels
 
 
+def test_detector_sizes_before_their_softplus_give_the_same_boxes_bit_for_bit(tmp_path, monkeypatch):
+    """nets.export_detector writes the box sizes before their softplus (``size_logit``,
+    nets.raw_size_output) and the reader takes the softplus of the peaks alone (reader.softplus_at):
+    every box is the same as from a file whose graph applies the softplus to the whole map, which
+    the reader still reads. The reader's one-node Softplus model is onnx.helper's bytes, and the
+    shipped detectors give size_logit."""
+    pytest.importorskip("torch")
+    onnx = pytest.importorskip("onnx")
+    import shutil
+
+    from onnx import TensorProto, helper
+
+    from pi_table.train import nets
+    from pi_table.vision import reader as R
+
+    nets.torch.manual_seed(0)
+    net = nets.DetectorNet(width=0.5)
+    raw, whole = tmp_path / "raw.onnx", tmp_path / "whole.onnx"
+    monkeypatch.setattr(nets, "raw_size_output", lambda path: False)
+    nets.export_detector(net, whole, 128)
+    monkeypatch.undo()
+    shutil.copy(whole, raw)
+    assert nets.raw_size_output(raw) and not nets.raw_size_output(raw)  # a second pass changes nothing
+    assert [o.name for o in onnx.load(str(raw)).graph.output] == ["heat", "size_logit", "offset"]
+    again = tmp_path / "again.onnx"
+    nets.export_detector(net, again, 128)
+    assert [o.name for o in onnx.load(str(again)).graph.output] == ["heat", "size_logit", "offset"]
+    image = np.random.default_rng(0).integers(0, 256, (300, 420, 3), dtype=np.uint8)
+    # threshold 0: every local peak of the untrained net's heat map is a box, hundreds of them
+    a, b = (R.Detector(p, input_size=256, threshold=0.0) for p in (whole, raw))
+    assert (a.size_output, b.size_output) == ("size", "size_logit")
+    found_a, found_b = a.detect(image), b.detect(image)
+    assert len(found_a) > 100 and found_a == found_b
+    node = helper.make_node("Softplus", ["x"], ["y"])
+    graph = helper.make_graph([node], "softplus", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="pi_table")
+    model.ir_version = 8
+    assert model.SerializeToString() == R._SOFTPLUS_ONNX
+    for name in ("detector.onnx", "detector-big.onnx"):
+        assert R.Detector(R.models_dir() / name).size_output == "size_logit"
+
+
 def test_crop_bank_turns_a_dies_offset_from_the_image_centre_with_its_crop():
     """The cocked model sees where a die lies (CoordConv planes): a crop turned by any angle
     must carry the offset turned alike, or a flat die's perspective side points the wrong way."""

@@ -119,6 +119,24 @@ def test_tensors_are_numpys_swap_transpose_and_scale():
     assert np.array_equal(_chw(crops[:, ::2, 1:]), want[:, :, ::2, 1:])
 
 
+def test_softplus_at_gives_the_whole_maps_values_whatever_their_count():
+    """reader.softplus_at pads its values so that each goes through onnxruntime's vectorised
+    Softplus as in the detector's whole 2x80x80 size map: the same float32 bits for any count
+    and order of peaks, and the shape given back."""
+    from pi_table.vision.reader import softplus_at
+
+    rng = np.random.default_rng(5)
+    whole = rng.normal(0, 3, (2, 80, 80)).astype(np.float32)
+    want = softplus_at(whole)  # 12800 values: a multiple of the padding, no padding
+    assert want.shape == (2, 80, 80) and want.dtype == np.float32
+    for count in (1, 3, 16, 17, 63, 65, 200):
+        ys, xs = rng.integers(0, 80, count), rng.integers(0, 80, count)
+        got = softplus_at(whole[:, ys, xs])
+        assert got.shape == (2, count) and np.array_equal(got, want[:, ys, xs])
+    assert softplus_at(np.zeros((2, 0), np.float32)).shape == (2, 0)
+    assert np.allclose(softplus_at(np.array([0.0, 20.0, -20.0], np.float32)), [np.log(2), 20.0, np.exp(-20.0)])
+
+
 def test_cocked_model_reads_crops_and_position_planes_as_with_position_makes_them(reader):
     """DiceReader.cocked_probability writes the two position planes into the crops' batch in place:
     the same input as with_position (the training code's), so the same probabilities."""

@@ -227,8 +227,8 @@ The build machine is shared and its speed changes from day to day (the same mode
 Size {sizes['detector.onnx'] / 1e6:.2f} MB{close_up_text} (all shipped models together {sum(sizes.values()) / 1e6:.2f} MB).
 CenterNet-style fully convolutional net (Zhou et al. 2019, "Objects as Points"): input `image`
 float32 1x3xHxW RGB 0..1, the photo scaled so its long side is {det['input']} px and padded to a
-multiple of 32; outputs at stride 4 `heat` (die centres, 0..1), `size` (box w, h in cells),
-`offset` (sub-cell centre). Peaks >= {det['threshold']} are detections. Read by
+multiple of 32; outputs at stride 4 `heat` (die centres, 0..1), `size_logit` (box w, h in cells before
+their softplus, which the reader takes at the peaks), `offset` (sub-cell centre). Peaks >= {det['threshold']} are detections. Read by
 `pi_table/vision/reader.py` (onnxruntime + OpenCV). The classifier (classifier.md) then reads each
 box and rejects those that are not dice.
 
