@@ -1061,6 +1061,25 @@ def test_bench_per_model_splits_a_frame_by_model():
                                     thread_options=(1,))[0]
 
 
+def test_bench_times_a_frame_of_numbered_dice_after_the_d6_frames():
+    """numbered_counts: a frame of rendered flat d8, d10 and d10-tens (bench.numbered_frame, made
+    by the kit's renderer: the train extra) is read too, its row last with kind "numbered", and the
+    numeral model's runs are timed in it."""
+    pytest.importorskip("PIL")
+    from pi_table.vision.bench import NUMBERED_KINDS, bench, format_rows, numbered_frame
+
+    frame = numbered_frame(3)
+    assert frame.shape == (640, 640, 3) and frame.dtype == np.uint8
+    assert numbered_frame(3) is frame  # rendered once per process
+    read = DiceReader(threads=1).read(frame)
+    assert len(read.dice) == 3 and sum(d.kind in NUMBERED_KINDS for d in read.dice) >= 2
+    rows = bench(lambda threads: DiceReader(threads=1), dice_counts=(1,), repeats=1, thread_options=(1,),
+                 per_model=True, numbered_counts=(3,))
+    assert [(r["dice"], r["kind"]) for r in rows if not r["all_unsure"]] == [(1, "d6"), (3, "numbered")]
+    assert rows[-1]["kind"] == "numbered" and rows[-1]["models_ms"].get("numerals.onnx", 0) > 0
+    assert "numbered" in format_rows(rows)
+
+
 def test_eval_grows_pip_labels_to_die_boxes(tmp_path):
     """A folder that labels pips (matteop65's): a reader that boxes the whole die matches the grown
     label at IoU >= 0.5; scored against the labels as they are (--boxes as-labelled) it does not."""
@@ -1585,7 +1604,8 @@ def test_bench_table_lists_models_in_run_order_with_other_last():
             {**row, "dice": 20, "models_ms": {"detector.onnx": 1.0, "classifier.onnx": 1.0, "classifier-2.onnx": 1.0,
                                               "cocked.onnx": 1.0, "other": 1.0}}]
     header = [line for line in format_rows(rows).splitlines() if line.lstrip().startswith("threads")][-1]
-    assert header.split()[3:] == ["detector.onnx", "classifier.onnx", "classifier-2.onnx", "cocked.onnx", "other"]
+    assert header.split()[:4] == ["threads", "dice", "kind", "unsure"]
+    assert header.split()[4:] == ["detector.onnx", "classifier.onnx", "classifier-2.onnx", "cocked.onnx", "other"]
 
 
 def test_a_big_die_is_confirmed_from_the_first_looks_shrunk_image(reader):

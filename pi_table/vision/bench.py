@@ -3,11 +3,14 @@
 Reads 640x640 tray frames holding 1, 5 and 20 dice, single-threaded and with all cores,
 model loading excluded, and reports the median and 90th-percentile ms per frame and frames
 per second. Frames are made of real dice cut from the demo photos shipped in the package
-(:func:`tray_frame`), so the detector and classifier see real dice, not noise.
+(:func:`tray_frame`), so the detector and classifier see real dice, not noise. ``pi-table bench``
+also reads a frame of 20 numbered dice (d8, d10, d10-tens: :func:`numbered_frame`, rendered by
+the kit's renderer, which needs the ``train`` extra's Pillow), where the numeral model runs too.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import time
@@ -27,7 +30,6 @@ def tray_frame(dice: int, seed: int = 0) -> np.ndarray:
 
     from pi_table.capture.sources import DEMO_DIR
 
-    rng = np.random.default_rng(seed)
     patches = []
     photos = sorted(DEMO_DIR.glob("*.jpg"))
     for photo in photos:
@@ -38,6 +40,53 @@ def tray_frame(dice: int, seed: int = 0) -> np.ndarray:
             x0, y0 = int((cx - bw / 2) * w) - 2, int((cy - bh / 2) * h) - 2
             x1, y1 = int((cx + bw / 2) * w) + 2, int((cy + bh / 2) * h) + 2
             patches.append(image[max(0, y0) : y1, max(0, x0) : x1])
+    return _on_tray(patches, dice, seed)
+
+
+#: The numbered kinds :func:`numbered_frame` renders, in turn.
+NUMBERED_KINDS = ("d8", "d10", "d10-tens")
+
+
+@functools.lru_cache(maxsize=4)
+def numbered_frame(dice: int, seed: int = 0) -> np.ndarray:
+    """A 640x640x3 uint8 BGR tray frame holding ``dice`` (up to 25) flat numbered dice, d8, d10 and
+    d10-tens in turn (:data:`NUMBERED_KINDS`), 45 to 60 pixels across as the mounted camera sees the
+    demo photos' d6: each rendered alone by the kit's renderer
+    (:func:`pi_table.train.render.scene.make_scene`, the valid split: fonts and colours training
+    never saw; a render whose die came out cocked is passed over) and pasted, cut by its box, as
+    :func:`tray_frame` pastes the real d6. Rendering takes about 0.3 s a die, once per process.
+
+    Raises:
+        ImportError: the renderer cannot be imported (its Pillow comes with the ``train`` extra).
+    """
+    import cv2
+
+    from pi_table.train.render.scene import make_scene
+
+    patches, index = [], 0
+    while len(patches) < dice:
+        kind = NUMBERED_KINDS[len(patches) % len(NUMBERED_KINDS)]
+        scene = make_scene(seed, "valid", index, kinds=(kind,), die_px=(45.0, 60.0), max_dice=1)
+        index += 1
+        die = scene.meta["dice"][0]
+        if die["cocked"]:
+            continue
+        x0, y0, x1, y1 = die["box_px"]
+        image = cv2.cvtColor(scene.image, cv2.COLOR_RGB2BGR)
+        patches.append(image[max(0, y0 - 2) : y1 + 2, max(0, x0 - 2) : x1 + 2])
+    return _on_tray(patches, dice, seed)
+
+
+def _on_tray(patches: list, dice: int, seed: int) -> np.ndarray:
+    """``dice`` of ``patches`` (HxWx3 uint8 BGR, each at most 110 pixels a side; taken in turn)
+    pasted without overlap at random places of a 5x5 grid on an empty tray made by blurring the
+    first demo photo: 640x640x3 uint8 BGR."""
+    import cv2
+
+    from pi_table.capture.sources import DEMO_DIR
+
+    rng = np.random.default_rng(seed)
+    photos = sorted(DEMO_DIR.glob("*.jpg"))
     frame = cv2.GaussianBlur(cv2.resize(cv2.imread(str(photos[0])), (640, 640)), (0, 0), 40)
     cells = [(x, y) for y in range(10, 570, 112) for x in range(10, 570, 112)]
     for k, i in enumerate(rng.permutation(len(cells))[:dice]):
@@ -80,7 +129,7 @@ def time_models(reader) -> dict:
 
 
 def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_options=(1, 0),
-          per_model: bool = False) -> list[dict]:
+          per_model: bool = False, numbered_counts=()) -> list[dict]:
     """Time ``reader.read`` per frame.
 
     OpenCV's own thread pool (crops, resizes, blobs) is held to the same thread count as the
@@ -93,6 +142,8 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
         repeats: timed reads per case, after 3 warm-up reads.
         per_model: also time each model's runs (:func:`time_models`), to show where a frame's
             time goes.
+        numbered_counts: also time frames of that many numbered dice (:func:`numbered_frame`),
+            with readers that have a numeral model; none when the renderer cannot be imported.
 
     Returns:
         One dict per (threads, dice): threads, dice, found (dice the reader reported), unsure
@@ -105,6 +156,8 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
         the frame (crops, decoding, the reader's Python). With a second look, one more row per
         thread count times the largest frame with every die unsure (the threshold set above
         1, and an ensemble's cascade off: every classifier reads every die), its worst case.
+        Each row's ``kind`` says which dice its frame holds: ``d6`` (:func:`tray_frame`) or
+        ``numbered`` (:func:`numbered_frame`), the numbered rows last.
     """
     import cv2
 
@@ -113,21 +166,33 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
     try:
         for threads in thread_options:
             cv2.setNumThreads(threads if threads else opencv_threads)
-            rows += _bench_threads(reader_factory(threads), threads, dice_counts, repeats, per_model)
+            rows += _bench_threads(reader_factory(threads), threads, dice_counts, repeats, per_model, numbered_counts)
     finally:
         cv2.setNumThreads(opencv_threads)
     return rows
 
 
-def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: bool) -> list[dict]:
+def numbered_available() -> bool:
+    """Whether :func:`numbered_frame` can render (the renderer and its Pillow import)."""
+    try:
+        import pi_table.train.render.scene  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: bool,
+                   numbered_counts=()) -> list[dict]:
     """:func:`bench`'s rows for one thread count, ``reader`` made for it."""
     rows = []
     tally = time_models(reader) if per_model else None
-    cases = [(n, False) for n in dice_counts]
-    if getattr(reader, "second_look", 1) > 1:
-        cases.append((max(dice_counts), True))
-    for n, all_unsure in cases:
-        frame = tray_frame(n)
+    cases = [(n, False, "d6") for n in dice_counts]
+    if getattr(reader, "second_look", 1) > 1 and dice_counts:
+        cases.append((max(dice_counts), True, "d6"))
+    if getattr(reader, "numerals", None) is not None and numbered_available():
+        cases += [(n, False, "numbered") for n in numbered_counts]
+    for n, all_unsure, kind in cases:
+        frame = tray_frame(n) if kind == "d6" else numbered_frame(n)
         threshold, cascade = reader.threshold, reader.classifier.cascade
         if all_unsure:
             reader.threshold = 1.01  # the worst case: every die is unsure and looked at again
@@ -148,7 +213,7 @@ def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: b
         reader.threshold, reader.classifier.cascade = threshold, cascade
         times.sort()
         med = statistics.median(times)
-        rows.append({"threads": threads or os.cpu_count(), "dice": n, "found": len(reading.dice),
+        rows.append({"threads": threads or os.cpu_count(), "dice": n, "kind": kind, "found": len(reading.dice),
                      "unsure": sum(d.status == "unreadable" for d in reading.dice), "all_unsure": all_unsure,
                      "median_ms": round(med, 2), "p90_ms": round(times[int(0.9 * (len(times) - 1))], 2),
                      "fps": round(1000 / med, 1),
@@ -170,8 +235,8 @@ def _page_faults() -> int | None:
 
 def format_rows(rows: list[dict]) -> str:
     """The bench table as text."""
-    out = [f"{'threads':>7} {'dice':>5} {'found':>5} {'unsure':>6} {'median ms':>10} {'p90 ms':>8} {'fps':>7} {'faults':>7}"]
-    out += [f"{r['threads']:>7} {r['dice']:>5} {r['found']:>5} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
+    out = [f"{'threads':>7} {'dice':>5} {'kind':>8} {'found':>5} {'unsure':>6} {'median ms':>10} {'p90 ms':>8} {'fps':>7} {'faults':>7}"]
+    out += [f"{r['threads']:>7} {r['dice']:>5} {r.get('kind', 'd6'):>8} {r['found']:>5} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
             f"{r['median_ms']:>10.2f} {r['p90_ms']:>8.2f} {r['fps']:>7.1f} "
             f"{'-' if r.get('page_faults_per_frame') is None else format(r['page_faults_per_frame'], '.1f'):>7}" for r in rows]
     out.append("unsure: dice below the threshold, each read again (second look); 'all': the worst case, every die")
@@ -182,7 +247,7 @@ def format_rows(rows: list[dict]) -> str:
         names = list(dict.fromkeys(k for r in sorted(timed, key=lambda r: -len(r["models_ms"])) for k in r["models_ms"]))
         names = [n for n in names if n != "other"] + ["other"]
         out.append("\nmedian ms per frame in each model's runs ('other': crops, decoding, the reader's Python)")
-        out.append(f"{'threads':>7} {'dice':>5} {'unsure':>6} " + " ".join(f"{n:>{max(10, len(n))}}" for n in names))
-        out += [f"{r['threads']:>7} {r['dice']:>5} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
+        out.append(f"{'threads':>7} {'dice':>5} {'kind':>8} {'unsure':>6} " + " ".join(f"{n:>{max(10, len(n))}}" for n in names))
+        out += [f"{r['threads']:>7} {r['dice']:>5} {r.get('kind', 'd6'):>8} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
                 + " ".join(f"{r['models_ms'].get(n, 0.0):>{max(10, len(n))}.2f}" for n in names) for r in timed]
     return "\n".join(out)
