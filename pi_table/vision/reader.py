@@ -219,10 +219,16 @@ def _session(path: Path, threads: int):
     on both cores in 126 ms with spinning and 50 to 64 ms without, two rounds each, minutes apart
     (one core, which has no pool threads: 75 to 86 ms either way; models/classifier.md, "Speed").
     """
-    import onnxruntime as ort
-
     if not Path(path).is_file():
         raise FileNotFoundError(f"no model file {path} (train the models as the README's 'Models' says, into {Path(path).parent})")
+    return _inference_session(str(path), threads)
+
+
+def _inference_session(model: str | bytes, threads: int):
+    """An onnxruntime CPU session of ``model`` (a file name, or the model's bytes) with
+    :func:`_session`'s options: ``threads`` intra-op threads (0: all cores), pool threads asleep
+    between runs, every graph optimisation."""
+    import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = max(0, int(threads))
@@ -231,7 +237,7 @@ def _session(path: Path, threads: int):
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.log_severity_level = 3
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
 def _intersection(a, b) -> float:
@@ -610,13 +616,7 @@ def softplus_at(values: np.ndarray) -> np.ndarray:
     14640 values of 120 photos and renders (a throwaway script) and in tests/test_vision.py."""
     global _softplus_session
     if _softplus_session is None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        _softplus_session = ort.InferenceSession(_SOFTPLUS_ONNX, options, providers=["CPUExecutionProvider"])
+        _softplus_session = _inference_session(_SOFTPLUS_ONNX, 1)
     flat = np.asarray(values, np.float32).ravel()
     if not flat.size:
         return np.asarray(values, np.float32).copy()
