@@ -89,6 +89,12 @@ from pi_table.vision.dice import KINDS, Die, Reading, class_key, face_value
 # the box head re-cut it around the die first (held-out nellbyler dice cropped at 1.8x their box:
 # 36% read right with none, 84% with two; at 1.0x and 1.3x about the same either way).
 CROP_PASSES = 2
+# A looser crop (the die a third of it or less: a neighbour, the tray) misleads the box head, and
+# its read can be sure and wrong. When the box head's die is under LOOSE_CROP of the crop's long
+# side, the detector looks for it too: the largest box over the crop's centre, at most
+# LOOSE_CROP_DIE of the crop, is read as well (models/classifier.md, "Loose crops").
+LOOSE_CROP = 0.6
+LOOSE_CROP_DIE = 0.7
 
 
 def models_dir() -> Path:
@@ -1212,8 +1218,21 @@ class DiceReader:
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
 
     def read_crop(self, image: np.ndarray, name: str = "", kinds=None, threshold: float | None = None) -> Reading:
-        """One die cropped close (``read --crop``): the whole image is its box; at most one die.
-        ``threshold`` as in :meth:`read`."""
+        """One cropped die (``read --crop``): at most one die, the one at the crop's centre.
+
+        The whole image is taken for the die's box first and the box head moves it onto the die
+        (:data:`CROP_PASSES`). If the die it finds is under :data:`LOOSE_CROP` of the crop's long
+        side (a loose crop), the detector looks too (:meth:`_loose_crop_box`) and the die is read
+        again from its box; that read is reported if it is at or above its kind's threshold
+        (``reader.json``, whatever ``threshold`` the caller reads at) or the first is below its own.
+
+        Args:
+            image: ``HxWx3 uint8 BGR``, one die framed tightly or loosely (about 1x to 3.5x its box).
+            name, kinds, threshold: as in :meth:`read`.
+
+        Returns:
+            Reading with at most one die; ``ms`` = wall time of this call. ValueError: not an image.
+        """
         kinds = self.check_kinds(kinds)
         self._check_image(image)
         start = time.perf_counter()
@@ -1222,8 +1241,27 @@ class DiceReader:
         box = (0.0, 0.0, float(w), float(h))
         inner = _shrink(box, 1.0 / self.classifier.margin * 1.15)
         dice = self._dice(image, [inner], kinds, True, threshold)
+        if dice and _long_side(dice[0].box) < LOOSE_CROP * max(w, h):
+            found = self._loose_crop_box(image)
+            if found is not None:
+                again = self._dice(image, [found], kinds, True, threshold)
+                if again and (again[0].confidence >= self.threshold_for(again[0].kind)
+                              or dice[0].confidence < self.threshold_for(dice[0].kind)):
+                    dice = again
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, w, h, ms, tuple(dice[:1]))
+
+    def _loose_crop_box(self, image: np.ndarray):
+        """The die at the centre of a loose crop (``image``, HxWx3 uint8 BGR), as :meth:`read` finds
+        dice (first look and big-dice look): the largest box (x0, y0, x1, y1, pixels) that covers the
+        crop's centre and is at most :data:`LOOSE_CROP_DIE` of its long side (a bigger one is the
+        crop itself), or None."""
+        h, w = image.shape[:2]
+        shrunk = self.detector.shrink(image)
+        boxes = self._with_big_dice(image, self.detector.detect(image, shrunk), shrunk)
+        centred = [b for b in boxes if b[0] <= w / 2 <= b[2] and b[1] <= h / 2 <= b[3]
+                   and _long_side(b) <= LOOSE_CROP_DIE * max(w, h)]
+        return max(centred, key=_long_side, default=None)
 
     @staticmethod
     def _check_image(image) -> None:
