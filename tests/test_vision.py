@@ -786,16 +786,6 @@ def test_threshold_rule_counts_face_errors_not_the_chance_of_no_die(tmp_path, mo
     assert "face_confidence" not in Die("d6", "4", 4, (0, 0, 1, 1), 0.9, "ok", 0.95).to_json()
 
 
-def test_read_crop_finds_the_die_in_a_loose_crop(reader):
-    """Someone else's crops frame a die loosely: the box head re-cuts them (CROP_PASSES)."""
-    right = total = 0
-    for crop, face in _demo_crops(1.8):
-        dice = reader.read_crop(crop).dice
-        total += 1
-        right += len(dice) == 1 and dice[0].status == "ok" and dice[0].face == face
-    assert total >= 15 and right >= 0.8 * total, (right, total)
-
-
 def _demo_crops(margin: float):
     """Each labelled die of the demo photos cut out at ``margin`` times its box's long side (the
     photo's edge repeated where the cut runs past it), with its labelled face."""
@@ -807,6 +797,16 @@ def _demo_crops(margin: float):
             cx, cy, bw, bh = (float(v) for v in lines[i + 1 : i + 5])
             side = int(max(bw * w, bh * h) * margin)
             yield cv2.getRectSubPix(image, (side, side), (cx * w, cy * h)), str(int(lines[i]) + 1)
+
+
+def test_read_crop_finds_the_die_in_a_loose_crop(reader):
+    """Someone else's crops frame a die loosely: the box head re-cuts them (CROP_PASSES)."""
+    right = total = 0
+    for crop, face in _demo_crops(1.8):
+        dice = reader.read_crop(crop).dice
+        total += 1
+        right += len(dice) == 1 and dice[0].status == "ok" and dice[0].face == face
+    assert total >= 15 and right >= 0.8 * total, (right, total)
 
 
 def test_read_crop_reads_the_centre_die_of_a_very_loose_crop(reader, monkeypatch):
@@ -836,7 +836,7 @@ def test_loose_crop_box_is_the_largest_box_over_the_centre_and_none_for_the_whol
     """_loose_crop_box: boxes over the crop's centre at most LOOSE_CROP_DIE of its side, largest first."""
     image = np.zeros((100, 100, 3), np.uint8)
     boxes = [(40, 40, 60, 60), (30, 30, 90, 90), (0, 0, 100, 100), (0, 0, 20, 20)]
-    monkeypatch.setattr(reader, "_with_big_dice", lambda *a, **k: list(boxes))
+    monkeypatch.setattr(reader, "_boxes", lambda *a, **k: list(boxes))
     assert reader._loose_crop_box(image) == (30, 30, 90, 90)  # (0, 0, 100, 100) is the crop; (0, 0, 20, 20) off centre
     boxes[:] = [(0, 0, 100, 100), (0, 0, 20, 20)]
     assert reader._loose_crop_box(image) is None

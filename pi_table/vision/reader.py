@@ -1205,17 +1205,22 @@ class DiceReader:
         kinds = self.check_kinds(kinds)
         self._check_image(image)
         start = time.perf_counter()
-        # the first look's shrunk image serves the zoomed-out look too (the close-up detector
-        # takes the same input size)
-        shrunk = self.detector.shrink(image)
-        detections = self.detector.detect(image, shrunk)
-        if self.zoom_in:
-            detections = self.detector.small_dice(image, detections)
-        boxes = self._with_big_dice(image, detections, shrunk)
+        boxes = self._boxes(image, self.zoom_in)
         dice = self._dice(image, boxes, kinds, False, threshold) if boxes else []
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
+
+    def _boxes(self, image: np.ndarray, zoom_in: bool) -> list:
+        """The boxes (x0, y0, x1, y1, pixels) of the dice :meth:`read` reads in ``image`` (HxWx3
+        uint8 BGR): the first look, with ``zoom_in`` the small dice' look, and the big dice' look."""
+        # the first look's shrunk image serves the zoomed-out look too (the close-up detector
+        # takes the same input size)
+        shrunk = self.detector.shrink(image)
+        detections = self.detector.detect(image, shrunk)
+        if zoom_in:
+            detections = self.detector.small_dice(image, detections)
+        return self._with_big_dice(image, detections, shrunk)
 
     def read_crop(self, image: np.ndarray, name: str = "", kinds=None, threshold: float | None = None) -> Reading:
         """One cropped die (``read --crop``): at most one die, the one at the crop's centre.
@@ -1253,13 +1258,11 @@ class DiceReader:
 
     def _loose_crop_box(self, image: np.ndarray):
         """The die at the centre of a loose crop (``image``, HxWx3 uint8 BGR), as :meth:`read` finds
-        dice (first look and big-dice look): the largest box (x0, y0, x1, y1, pixels) that covers the
+        dice (:meth:`_boxes`, no small dice' look): the largest box (x0, y0, x1, y1, pixels) that covers the
         crop's centre and is at most :data:`LOOSE_CROP_DIE` of its long side (a bigger one is the
         crop itself), or None."""
         h, w = image.shape[:2]
-        shrunk = self.detector.shrink(image)
-        boxes = self._with_big_dice(image, self.detector.detect(image, shrunk), shrunk)
-        centred = [b for b in boxes if b[0] <= w / 2 <= b[2] and b[1] <= h / 2 <= b[3]
+        centred = [b for b in self._boxes(image, zoom_in=False) if b[0] <= w / 2 <= b[2] and b[1] <= h / 2 <= b[3]
                    and _long_side(b) <= LOOSE_CROP_DIE * max(w, h)]
         return max(centred, key=_long_side, default=None)
 
