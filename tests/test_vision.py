@@ -1464,6 +1464,59 @@ def test_a_cluster_of_small_dice_is_not_taken_for_one_big_die(reader, monkeypatc
     assert reader._with_big_dice(blank, fake) == [(0.0, 0.0, 60.0, 60.0), (300.0, 300.0, 330.0, 330.0)]
 
 
+def test_a_far_looks_big_die_is_a_cluster_at_one_sure_part(reader, monkeypatch):
+    """A big die of the far looks (zoom_out above ZOOM_OUT) over one die the classifier reads
+    surely is not taken: the first look's boxes stand. The same box from the ZOOM_OUT look, which
+    needs two sure parts, replaces that die."""
+    from pi_table.vision.reader import FAR_ZOOM_OUTS, ZOOM_OUT, Detection
+
+    photo = sorted(DEMO.glob("*.jpg"))[0]
+    image = load_image(photo)
+    found = reader.detector.detect(image)
+    x0, y0, x1, y1 = found[0].box
+    big = (x0 - (x1 - x0), y0 - (y1 - y0), x1 + (x1 - x0), y1 + (y1 - y0))
+    p = reader.classifier.calibrated(reader.classifier.logits(reader.classifier.crops(image, [found[0].box])), top_label=False)[0]
+    assert p.max() >= reader._part_bar(reader.classifier.classes[int(p.argmax())])  # a sure die
+    looker = reader.close_up_detector or reader.detector
+    for zoom, kept in ((FAR_ZOOM_OUTS[0], True), (ZOOM_OUT, False)):
+        monkeypatch.setattr(looker, "big_dice", lambda im, f, shrunk=None, z=zoom: [(Detection(big, 0.9, z), [0])])
+        boxes = reader._with_big_dice(image, found)
+        assert (boxes == [d.box for d in found]) == kept, zoom
+        assert (boxes == [big] + [d.box for d in found[1:]]) != kept, zoom
+
+
+def test_far_looks_find_close_up_dice_the_zoomed_out_look_splits(reader, monkeypatch):
+    """Three rendered close-ups (two d10 and a percentile d10, each with 2 or 3 times its box
+    around it, 1500 pixels across; valid split, seed 292: renders/fresh30, where the far looks
+    were chosen, with the fonts .ci/run installs) whose die the ZOOM_OUT look alone boxes by its
+    face or numerals: the reader reports those parts as dice and misses the die. With the far
+    looks it finds the die whole."""
+    pytest.importorskip("PIL")  # the renderer's (train extra)
+    from pi_table.train.render.scene import make_scene
+    from pi_table.vision import reader as reader_module
+    from pi_table.vision.evaluate import close_up
+    from pi_table.vision.reader import inside_share
+
+    pictures = []
+    for index, die, frame in ((1, 9, 2.0), (3, 0, 2.0), (8, 1, 3.0)):
+        scene = make_scene(292, "valid", index)
+        image = cv2.cvtColor(scene.image, cv2.COLOR_RGB2BGR)
+        pictures.append(close_up(image, scene.meta["dice"][die]["box_px"], frame))
+
+    def count(far) -> tuple[int, int]:
+        monkeypatch.setattr(reader_module, "FAR_ZOOM_OUTS", far)
+        whole = parts = 0
+        for picture, die_box in pictures:
+            dice = reader.read(picture).dice
+            match = [d for d in dice if iou(d.box, die_box) >= 0.5]
+            whole += bool(match)
+            parts += sum(1 for d in dice if d not in match and inside_share(d.box, die_box) > 0.5)
+        return whole, parts
+
+    far, near = count(reader_module.FAR_ZOOM_OUTS), count(())
+    assert far[0] >= 2 and far[0] > near[0] and far[1] < near[1], (far, near)
+
+
 def test_dice_small_in_a_wide_shot_are_found_by_an_enlarged_look():
     """A tray photo set in a plain border three times its size (its dice about 7 first-look
     pixels across, under the detector's trained 12..90): the first look alone misses dice and

@@ -18,6 +18,9 @@
    ``models/detector-big.onnx``: the same net trained with close-up renders as well, whose big
    dice are sharp, not small ones scaled up; models/detector.md, "Close-up detector"), so that
    the first look, which reads every tray photo, stays the one the photos were measured with.
+   When that look sees something big with no surely detected die in it, it looks again at the image
+   four and five times smaller (:data:`FAR_ZOOM_OUTS`, "Far looks" in :meth:`Detector.big_dice`),
+   where a die filling a third to two thirds of a close-up comes out whole, not as its face or pips.
    **Small dice**: near the bottom of that range the net misses dice (a phone photo of the
    whole table), so when the first look's median die is under 14 input pixels the image is
    looked at again enlarged, its dice about 28 across (``reader.json``'s ``zoom_in``, default
@@ -208,10 +211,14 @@ def keep_freed_memory() -> bool:
 
 @dataclass(frozen=True)
 class Detection:
-    """One die found by the detector: ``box`` (x0, y0, x1, y1) pixels, ``score`` 0..1."""
+    """One die found by the detector: ``box`` (x0, y0, x1, y1) pixels, ``score`` 0..1;
+    ``zoom_out``: how many times smaller than the first look the image was in the look that
+    found it (1: the first look; :meth:`Detector.big_dice`'s looks: :data:`ZOOM_OUT` or one of
+    :data:`FAR_ZOOM_OUTS`)."""
 
     box: tuple[float, float, float, float]
     score: float
+    zoom_out: float = 1.0
 
 
 def _session(path: Path, threads: int):
@@ -416,35 +423,62 @@ class Detector:
         (:meth:`confirms`: the net sizes a die seen below its trained range badly, and a cluster
         of small dice can come out as one big box).
 
+        **Far looks**: at :data:`ZOOM_OUT` the net often boxes only a die's top face or a group of
+        its pips when the die fills a third to two thirds of the picture, and the reader then
+        reports those parts as dice. When that look saw a box at least :data:`UNSEEN_LARGE_DIE`
+        across with no first-look detection of score :data:`FAR_PART_SCORE` or more inside it
+        (something big that is not a cluster of a tray's dice: a tray's frame costs nothing more),
+        the image is also looked at :data:`FAR_ZOOM_OUTS` times smaller (canvases of 128 and 96
+        pixels), where such a die comes out whole. A die found only there counts if it is at most
+        :data:`FAR_DIE` of the first look's input across (bigger ones in those looks are a whole
+        tray seen as one die; the :data:`ZOOM_OUT` look finds a die that big), is not a die a look
+        before took, and has no part the first look found with a score of :data:`FAR_PART_SCORE`
+        or more; the reader then also drops it if the classifier reads even one of its parts as a
+        sure die (:meth:`DiceReader._with_big_dice`). Rendered close-ups (``pi-table eval DIR
+        --close-ups F``) lose about a sixth of their false dice; models/detector.md, "Far looks".
+
         Args:
             found: :meth:`detect`'s detections of the same image.
             shrunk: the first look's :meth:`shrink` of the image, if the caller has it (the
                 zoomed-out look shrinks it further).
 
         Returns:
-            (big die, indices into ``found`` of the boxes that are its parts: over half their area
-            inside it and less than half its size), best first.
+            (big die, its ``zoom_out`` the look's; indices into ``found`` of the boxes that are its
+            parts: over half their area inside it and less than half its size): the
+            :data:`ZOOM_OUT` look's, best first, then the far looks'.
         """
         h, w = image.shape[:2]
         scale = self.input_size / max(h, w)
         colour = _edge_colour(image)
-        tensor, zscale, ox, oy = self.prepare_zoomed_out(image, ZOOM_OUT, shrunk, colour)
-        canvas = self._find(tensor, 4.0 / zscale, round(tensor.shape[3] / zscale), round(tensor.shape[2] / zscale))
-        dx, dy = ox / zscale, oy / zscale
         big = []
-        for d in canvas:
-            x0, y0, x1, y1 = d.box[0] - dx, d.box[1] - dy, d.box[2] - dx, d.box[3] - dy
-            if not (0 <= (x0 + x1) / 2 <= w and 0 <= (y0 + y1) / 2 <= h):
-                continue  # centred on the plain canvas around the image: nothing there
-            box = (max(0.0, x0), max(0.0, y0), min(float(w), x1), min(float(h), y1))
-            side = _long_side(box) * scale
-            if side < UNSEEN_LARGE_DIE:
-                continue
-            # one the first look found too at a size it knows; below LARGE_DIE, one it found at all
-            if any(iou(f.box, box) > 0.5 and (_long_side(f.box) * scale <= LARGE_DIE or side < LARGE_DIE) for f in found):
-                continue
-            if self.confirms(image, box, colour, shrunk):
-                big.append((Detection(box, d.score), [i for i, f in enumerate(found) if _part_of(f.box, box)]))
+        hint = False  # the ZOOM_OUT look saw something big with no sure first-look die in it
+        for zoom in (ZOOM_OUT, *FAR_ZOOM_OUTS):
+            far = zoom != ZOOM_OUT
+            if far and not hint:
+                break
+            tensor, zscale, ox, oy = self.prepare_zoomed_out(image, zoom, shrunk, colour)
+            canvas = self._find(tensor, 4.0 / zscale, round(tensor.shape[3] / zscale), round(tensor.shape[2] / zscale))
+            dx, dy = ox / zscale, oy / zscale
+            for d in canvas:
+                x0, y0, x1, y1 = d.box[0] - dx, d.box[1] - dy, d.box[2] - dx, d.box[3] - dy
+                if not (0 <= (x0 + x1) / 2 <= w and 0 <= (y0 + y1) / 2 <= h):
+                    continue  # centred on the plain canvas around the image: nothing there
+                box = (max(0.0, x0), max(0.0, y0), min(float(w), x1), min(float(h), y1))
+                side = _long_side(box) * scale
+                if side < UNSEEN_LARGE_DIE or (far and side > FAR_DIE * self.input_size):
+                    continue
+                parts = [i for i, f in enumerate(found) if _part_of(f.box, box)]
+                sure_part = any(found[i].score >= FAR_PART_SCORE for i in parts)  # a tray's die, not a pip
+                hint = hint or not (far or sure_part)
+                # one the first look found too at a size it knows; below LARGE_DIE, one it found at all
+                if any(iou(f.box, box) > 0.5 and (_long_side(f.box) * scale <= LARGE_DIE or side < LARGE_DIE) for f in found):
+                    continue
+                # a far look's die: not one a nearer look took already, nor a cluster of dice the
+                # first look found surely (the cheap test first, before the confirming look)
+                if far and (sure_part or any(iou(b.box, box) > 0.5 for b, _ in big)):
+                    continue
+                if self.confirms(image, box, colour, shrunk):
+                    big.append((Detection(box, d.score, zoom), parts))
         return big
 
     def confirms(self, image: np.ndarray, box, colour: np.ndarray | None = None,
@@ -494,6 +528,14 @@ class Detector:
 # across (pi_table.train.data.det_sample); 3x smaller, a die filling the whole frame (320 px)
 # comes out at 107.
 ZOOM_OUT = 3.0
+# The far looks (Detector.big_dice, "Far looks"): when the ZOOM_OUT look saw something big with no
+# first-look box of score FAR_PART_SCORE or more in it, the image this many times smaller than the
+# first look as well; a die found only there is taken up to FAR_DIE of the first look's input
+# across, if no part of it is such a box. Chosen on renders/fresh30's close-ups and trays (seed 292)
+# and the bench frames, tested on another render set and the photos (models/detector.md).
+FAR_ZOOM_OUTS = (4.0, 5.0)
+FAR_DIE = 0.6
+FAR_PART_SCORE = 0.8
 LARGE_DIE = 90.0   # first-look input pixels: a zoomed-out find at least this big (beyond what the first look learned) is a big die
 # ... and one at least this big that the first look did not find at all (it split it into faces and
 # numerals). Chosen on the calib split alone (renders/big, renders/train and the photos' calib
@@ -1155,7 +1197,8 @@ class DiceReader:
 
         A big die with two or more parts that the classifier alone (one view) calls a die at the
         threshold of the class it gives them is a cluster of small dice the second look saw as
-        one: the first look's boxes stand. (The pips and faces a big die is split into are not
+        one: the first look's boxes stand. For a die of the far looks (``zoom_out`` above
+        :data:`ZOOM_OUT`), one such part is enough. (The pips and faces a big die is split into are not
         called dice so surely.) The parts are judged as this rule was chosen (:meth:`_part_bar`):
         at the one temperature, not ``shape_temperature``, and a numbered shape at
         :data:`NUMBERED_PART_SURE` at least. Judged as the other dice are, a big die's kite faces
@@ -1171,12 +1214,14 @@ class DiceReader:
         none = self.classifier.classes.index("none")
         for die, parts in (self.close_up_detector or self.detector).big_dice(image, detections, shrunk):
             parts = [i for i in parts if i not in dropped]
-            if len(parts) >= 2:
+            # a far look's die (Detector.big_dice, "Far looks") is a cluster at one sure part
+            cluster = 1 if die.zoom_out > ZOOM_OUT else 2
+            if len(parts) >= cluster:
                 p = self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, [boxes[i] for i in parts])),
                                                top_label=False)
                 best = p.argmax(axis=1)
                 sure = [b != none and p[j, b] >= self._part_bar(self.classifier.classes[b]) for j, b in enumerate(best)]
-                if sum(sure) >= 2:
+                if sum(sure) >= cluster:
                     continue
             dropped.update(parts)
             big.append(die.box)
