@@ -427,7 +427,7 @@ class Detector:
         its pips when the die fills a third to two thirds of the picture, and the reader then
         reports those parts as dice. When that look saw a box at least :data:`UNSEEN_LARGE_DIE`
         across with no first-look detection of score :data:`FAR_PART_SCORE` or more inside it
-        (something big that is not a cluster of a tray's dice: a tray's frame costs nothing more),
+        (something big that is not a cluster of a tray's dice; most tray frames pay nothing more),
         the image is also looked at :data:`FAR_ZOOM_OUTS` times smaller (canvases of 128 and 96
         pixels), where such a die comes out whole. A die found only there counts if it is at most
         :data:`FAR_DIE` of the first look's input across (bigger ones in those looks are a whole
