@@ -469,7 +469,8 @@ class Detector:
                     continue
                 parts = [i for i, f in enumerate(found) if _part_of(f.box, box)]
                 sure_part = any(found[i].score >= FAR_PART_SCORE for i in parts)  # a tray's die, not a pip
-                hint = hint or not (far or sure_part)
+                if not far and not sure_part:
+                    hint = True
                 # one the first look found too at a size it knows; below LARGE_DIE, one it found at all
                 if any(iou(f.box, box) > 0.5 and (_long_side(f.box) * scale <= LARGE_DIE or side < LARGE_DIE) for f in found):
                     continue
