@@ -17,7 +17,7 @@ from pi_table.train.render.backgrounds import SURFACES, real_photos, surfaces_fo
 from pi_table.train.render.geometry import axis_angle, hull_points, rest_pose, solid, up_face  # noqa: E402
 from pi_table.train.render.scene import make_scene  # noqa: E402
 from pi_table.train.render.textures import (  # noqa: E402
-    PALETTES, _family, all_fonts, fonts_for, numeral_mask, palettes_for,
+    PALETTES, _family, all_fonts, font_set, fonts_for, numeral_mask, palettes_for,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -135,6 +135,32 @@ def test_font_split_disjoint_and_deterministic():
     assert set(train) | set(valid) == set(all_fonts())
 
 
+def test_font_set_line_names_the_fonts_and_changes_with_one_more(tmp_path, monkeypatch):
+    """font_set() counts the fonts of each split and gives an id that an extra font file changes
+    (docs/renders.md: the renders depend on the machine's fonts)."""
+    fonts = all_fonts()
+    if not fonts:
+        pytest.skip("no font installed: nothing to copy into an extra font folder")
+    line = font_set()
+    n_valid = len(fonts_for("valid")) if len({_family(p) for p in fonts}) > 1 else len(fonts)
+    assert line.startswith(f"fonts: {len(fonts)} files, ") and f"valid {n_valid})" in line
+    assert font_set() == line  # deterministic
+    extra = tmp_path / "fonts"
+    extra.mkdir()
+    (extra / "PiTableTestFace-Regular.ttf").write_bytes(Path(fonts[0]).read_bytes())
+    monkeypatch.setenv("PI_TABLE_FONT_DIRS", str(extra))
+    all_fonts.cache_clear()
+    fonts_for.cache_clear()
+    try:
+        more = font_set()
+        assert more.startswith(f"fonts: {len(fonts) + 1} files, ") and more.split()[-1] != line.split()[-1]
+    finally:
+        monkeypatch.delenv("PI_TABLE_FONT_DIRS")
+        all_fonts.cache_clear()
+        fonts_for.cache_clear()
+    assert font_set() == line
+
+
 def test_palette_and_surface_splits_disjoint():
     pt, pv = palettes_for("train"), palettes_for("valid")
     assert pt and pv and not set(pt) & set(pv) and len(pt) + len(pv) == len(PALETTES)
@@ -184,6 +210,10 @@ def test_cli_tiny_run(tmp_path):
         for row, d in zip(rows, meta["dice"]):
             assert len(row) == 5 and CLASSES[int(row[0])] == f"{d['kind']}:{d['face']}"
             assert d["kind"] in ("d8", "d10-tens") and "cocked" in d
+    # the fonts the numerals were drawn with are named, so two machines' sets can be compared
+    fonts_txt = (out / "fonts.txt").read_text().splitlines()
+    assert fonts_txt[0] == font_set() and fonts_txt[0] in r.stderr
+    assert fonts_txt[1:] == [Path(f).name for f in fonts_for("valid")]
     # the same scenes with one worker: byte-identical files
     out1 = tmp_path / "set1"
     cmd1 = [c if c != str(out) else str(out1) for c in cmd]

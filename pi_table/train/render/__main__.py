@@ -104,6 +104,12 @@ def generate(argv: list[str]) -> int:
     from pi_table.train.render import CLASSES
 
     (a.out / "classes.txt").write_text("\n".join(CLASSES) + "\n")  # what label CLASS indexes (pi_table.vision.dataset)
+    # The fonts numerals are drawn with depend on the machine: say which, so two sets can be compared.
+    from pi_table.train.render.textures import font_set, fonts_for
+
+    fonts_line = font_set()
+    (a.out / "fonts.txt").write_text(fonts_line + "\n" + "".join(f"{Path(f).name}\n" for f in fonts_for(a.split)))
+    print(fonts_line, file=sys.stderr)
     t0 = time.time()
     idx = range(a.start, a.start + a.n)
     if a.calib_only:

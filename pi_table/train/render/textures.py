@@ -94,6 +94,25 @@ def fonts_for(split: str) -> tuple[str, ...]:
     return chosen
 
 
+def font_set() -> str:
+    """One line naming the fonts the renderer draws numerals with, e.g. ``fonts: 137 files, 16 families
+    (train 109, valid 28), set 1f0c2a9e``. The set id is the first 8 hex digits of the md5 of the
+    sorted file names (not their folders) with each file's split: two machines whose lines match
+    render the same numerals from the same seed. Extra font packages change the renders (Debian's
+    chromium recommends ``fonts-liberation``, 16 more files); docs/renders.md gives the line for the
+    packages it lists."""
+    fonts = all_fonts()
+    valid = set(fonts_for("valid"))
+    if not fonts:
+        return f"fonts: none installed, Pillow's default font in both splits, set {DEFAULT_FONT}"
+    names = sorted(f"{Path(p).name}:{'valid' if p in valid else 'train'}" for p in fonts)
+    digest = format(md5_int("\n".join(names)), "032x")[:8]
+    n_valid = sum(1 for p in fonts if p in valid)
+    families = len({_family(p) for p in fonts})
+    return (f"fonts: {len(fonts)} files, {families} families (train {len(fonts) - n_valid}, valid {n_valid}), "
+            f"set {digest}")
+
+
 @lru_cache(maxsize=256)
 def load_font(path: str, size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     if path == DEFAULT_FONT:
