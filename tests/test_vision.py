@@ -1228,6 +1228,39 @@ def test_eval_scores_dice_by_size_band(tmp_path):
     report = format_report({"folders": {"renders": s}, "all": s})
     assert "read right by die size" in report and all(band in report for band in SIZE_BANDS)
     assert "100.0%     2" in report
+    assert "by_material" not in s and "by die material" not in report  # no material labelled: no table
+
+
+def test_eval_scores_rendered_dice_by_material(tmp_path):
+    """A render folder's meta gives each die's material (LabelledDie.material, read by
+    load_yolo); by_material tallies them as by_size does: a marbled die read right, an
+    opaque die missed and an opaque die read wrong at ok."""
+    import json
+
+    from pi_table.vision.dataset import die_materials, load_yolo
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import Score, format_report, score_image
+
+    root = tmp_path / "renders"
+    for sub in ("images", "labels", "meta"):
+        (root / sub).mkdir(parents=True)
+    (root / "classes.txt").write_text("d6:1\nd6:2\nd6:3\n")
+    cv2.imwrite(str(root / "images" / "a.jpg"), np.zeros((100, 100, 3), np.uint8))
+    (root / "labels" / "a.txt").write_text("0 0.2 0.2 0.2 0.2\n1 0.6 0.6 0.2 0.2\n2 0.2 0.8 0.2 0.2\n")
+    dice = [{"cocked": False, "material": m} for m in ("teal-white/marbled", "ivory-black/opaque", "red-white/opaque")]
+    (root / "meta" / "a.json").write_text(json.dumps({"dice": dice}))
+    [labelled] = load_yolo(root)
+    assert [d.material for d in labelled.dice] == ["marbled", "opaque", "opaque"]
+    assert die_materials(root / "meta" / "a.json", 2) is None  # not one per labelled die
+    assert die_materials(root / "meta" / "missing.json", 3) is None
+    Fake = fixed_reader(Die("d6", "1", 1, (10, 10, 30, 30), 0.99, "ok"), Die("d6", "2", 2, (10, 70, 30, 90), 0.99, "ok"))
+    total = Score()
+    total.add(score_image(Fake(), labelled))
+    s = total.to_json()
+    assert s["by_material"] == {"marbled": {"dice": 1, "read_right": 1.0, "recall": 1.0, "wrong_at_ok": 0.0},
+                                "opaque": {"dice": 2, "read_right": 0.0, "recall": 0.5, "wrong_at_ok": 1.0}}
+    report = format_report({"folders": {"renders": s}, "all": s})
+    assert "read right by die material" in report and "marbled" in report
 
 
 def test_shipped_models_fit_the_size_budget():

@@ -29,12 +29,15 @@ IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
 class LabelledDie:
     """One labelled die: ``kind`` ("d6"), ``face`` ("4"), ``box`` (x0, y0, x1, y1) in pixels;
     ``cocked``: True when it does not lie flat, False when it does, None when the labels do not
-    say (photos; renders say it in ``meta/NAME.json``, see docs/renders.md)."""
+    say (photos; renders say it in ``meta/NAME.json``, see docs/renders.md). ``material``: a
+    render's die material (``opaque``, ``translucent``, ``marbled``, ``metallic``: the part of its
+    meta's ``material`` after the ``/``), None for photos."""
 
     kind: str
     face: str
     box: tuple[float, float, float, float]
     cocked: bool | None = None
+    material: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,9 +138,11 @@ def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]
                     kind, face = "d6", str(cls + 1)
                 box = ((cx - w / 2) * width, (cy - h / 2) * height, (cx + w / 2) * width, (cy + h / 2) * height)
                 dice.append(LabelledDie(kind, face, box))
-            flags = cocked_flags(folder / "meta" / (image_path.stem + ".json"), len(dice))
+            meta = folder / "meta" / (image_path.stem + ".json")
+            flags = cocked_flags(meta, len(dice))
             if flags is not None:
-                dice = [LabelledDie(d.kind, d.face, d.box, c) for d, c in zip(dice, flags)]
+                dice = [LabelledDie(d.kind, d.face, d.box, c, m)
+                        for d, c, m in zip(dice, flags, die_materials(meta, len(dice)) or [None] * len(dice))]
             out.append(LabelledImage(image_path, width, height, tuple(dice), name))
     return out
 
@@ -154,6 +159,18 @@ def cocked_flags(meta_path: Path, count: int) -> list[bool] | None:
     except (ValueError, KeyError, TypeError):
         return None
     return flags if len(flags) == count else None
+
+
+def die_materials(meta_path: Path, count: int) -> list[str] | None:
+    """Per die, its material (``marbled`` of ``"teal-white/marbled"``) from a render's
+    ``meta/NAME.json``; None when there is no such file or it does not list ``count`` dice with one."""
+    if not meta_path.is_file():
+        return None
+    try:
+        materials = [str(d["material"]).split("/")[-1] for d in json.loads(meta_path.read_text())["dice"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return materials if len(materials) == count else None
 
 
 _CROP_NAME = re.compile(r"^(?:(d\d+(?:-tens)?)[_:])?(\d+)(?:[_\-. ].*)?$")

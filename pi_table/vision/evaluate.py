@@ -59,6 +59,8 @@ class Score:
     # Per size band of the labelled dice (:func:`size_band`): band -> Counter of "dice", "found",
     # "right", "wrong_ok" (the same rules as the counts above).
     sizes: dict = field(default_factory=dict)
+    # The same per die material of rendered dice (LabelledDie.material): material -> Counter.
+    materials: dict = field(default_factory=dict)
 
     def add(self, other: "Score") -> None:
         for name in ("images", "dice", "found", "right", "wrong_ok", "unreadable", "false_dice", "detections",
@@ -71,15 +73,17 @@ class Score:
         self.ms += other.ms
         for kind, score in other.kinds.items():
             self.kinds.setdefault(kind, Score()).add(score)
-        for band, counts in other.sizes.items():
-            self.sizes.setdefault(band, Counter()).update(counts)
+        for mine, theirs in ((self.sizes, other.sizes), (self.materials, other.materials)):
+            for group, counts in theirs.items():
+                mine.setdefault(group, Counter()).update(counts)
 
     def count_read(self, die, kind: str, face: str, threshold: float = 0.0, cocked: bool | None = None,
-                   band: str | None = None) -> None:
+                   band: str | None = None, material: str | None = None) -> None:
         """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or
         unreadable (``cocked`` too, counted apart as well; ``cocked``: whether the labelled die
         is cocked, None when the labels do not say); with ``band`` (:func:`size_band`, the labelled
-        die's, whose ``dice`` the caller counts) in :attr:`sizes` too.
+        die's, whose ``dice`` the caller counts) in :attr:`sizes` too, and with ``material`` (the
+        labelled die's, whose ``dice`` the caller counts) in :attr:`materials`.
 
         ``die`` is read with threshold 0 (its best face, whatever its confidence), so that
         calibration compares each confidence with whether that face was right; ``threshold``
@@ -87,8 +91,10 @@ class Score:
         """
         label = f"{kind}:{face}"
         self.found += 1
-        sized = self.sizes.setdefault(band, Counter()) if band is not None else Counter()
-        sized["found"] += 1
+        groups = [g.setdefault(key, Counter()) for g, key in ((self.sizes, band), (self.materials, material))
+                  if key is not None]
+        for g in groups:
+            g["found"] += 1
         reported = die.status == "cocked"
         self.cocked += reported
         if cocked is not None:
@@ -111,8 +117,9 @@ class Score:
             if cocked is False:
                 self.flat_right += right
                 self.flat_wrong_ok += not right
-            sized["right"] += right
-            sized["wrong_ok"] += not right
+            for g in groups:
+                g["right"] += right
+                g["wrong_ok"] += not right
             self.confusion[(label, f"{die.kind}:{die.face}")] += 1
         else:
             self.unreadable += 1
@@ -176,11 +183,10 @@ class Score:
                        "flat_right": self.flat_right, "flat_wrong_ok": self.flat_wrong_ok,
                        "found": self.found, "false_dice": self.false_dice, "detections": self.detections},
             "confusion": {f"{t}->{r}": n for (t, r), n in sorted(self.confusion.items())},
-            **({"by_size": {band: {"dice": c["dice"], "read_right": _rate(c["right"], c["dice"]),
-                                   "recall": _rate(c["found"], c["dice"]),
-                                   "wrong_at_ok": _rate(c["wrong_ok"], c["right"] + c["wrong_ok"])}
+            **({"by_size": {band: _group_json(c)
                             for band, c in sorted(self.sizes.items(), key=lambda bc: SIZE_BANDS.index(bc[0]))}}
                if self.sizes else {}),
+            **({"by_material": {m: _group_json(c) for m, c in sorted(self.materials.items())}} if self.materials else {}),
             **({"kinds": {k: v.to_json() for k, v in sorted(self.kinds.items(), key=lambda kv: KINDS.index(kv[0]))}}
                if self.kinds else {}),
         }
@@ -243,6 +249,12 @@ def _rate(num: int, den: int) -> float:
     return round(num / den, 5) if den else 0.0
 
 
+def _group_json(c: Counter) -> dict:
+    """One group's figures (a size band's, a material's) from its Counter of dice, found, right, wrong_ok."""
+    return {"dice": c["dice"], "read_right": _rate(c["right"], c["dice"]), "recall": _rate(c["found"], c["dice"]),
+            "wrong_at_ok": _rate(c["wrong_ok"], c["right"] + c["wrong_ok"])}
+
+
 def in_border(image: np.ndarray, factor: float) -> tuple[np.ndarray, int, int]:
     """``image`` (HxWx3 uint8 BGR) centred in a plain border (the median colour of its edge) that
     makes it ``factor`` times its size, as a wide shot shows a tray: its dice ``factor`` times
@@ -279,6 +291,8 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
     for truth in labelled.dice:
         by_kind[truth.kind].dice += 1
         by_kind[truth.kind].sizes.setdefault(size_band(truth.box), Counter())["dice"] += 1
+        if truth.material is not None:
+            by_kind[truth.kind].materials.setdefault(truth.material, Counter())["dice"] += 1
     for die in reading.dice:
         by_kind[die.kind].detections += 1
     pairs = sorted(((iou(d.box, t.box), i, j) for i, d in enumerate(reading.dice) for j, t in enumerate(labelled.dice)), reverse=True)
@@ -293,7 +307,7 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
         matched[j] = i
         truth = labelled.dice[j]
         by_kind[truth.kind].count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind),
-                                       truth.cocked, size_band(truth.box))
+                                       truth.cocked, size_band(truth.box), truth.material)
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
             by_kind[truth.kind].confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
@@ -686,6 +700,15 @@ def format_report(result: dict) -> str:
         lines.append(f"{'folder':34}" + "".join(f"{band:>14}" for band in SIZE_BANDS))
         for label, t in sized:
             cells = [t["by_size"].get(band) for band in SIZE_BANDS]
+            lines.append(f"{label:34}" + "".join(f"{c['read_right']:>8.1%} {c['dice']:>5}" if c else f"{'.':>14}"
+                                                  for c in cells))
+    by_material = [(label, t) for label, t in with_kinds if t.get("by_material")]
+    if by_material:
+        names = sorted({m for _, t in by_material for m in t["by_material"]})
+        lines.append("\nread right by die material (renders' meta; read right % and dice)")
+        lines.append(f"{'folder':34}" + "".join(f"{m:>14}" for m in names))
+        for label, t in by_material:
+            cells = [t["by_material"].get(m) for m in names]
             lines.append(f"{label:34}" + "".join(f"{c['read_right']:>8.1%} {c['dice']:>5}" if c else f"{'.':>14}"
                                                   for c in cells))
     if result.get("boxes", "die") == "die":
