@@ -1173,6 +1173,45 @@ def test_eval_misses_lists_each_die_not_read_right_and_draws_a_contact_sheet(tmp
         write_misses(misses, written[1])
 
 
+def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
+    """--cut-crops with --misses: a crop read as another face and one below the threshold are
+    written to OUT/crops/ and listed, with the labelled die's box centred in the crop; a crop read
+    right is not. Their contact sheet is drawn from those files."""
+    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.evaluate import evaluate_cut_crops, write_misses
+
+    folder = tmp_path / "tray"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.png"), np.full((200, 200, 3), 128, np.uint8))
+    # faces 2, 3, 4 (classes 1..3), 40 px boxes
+    (folder / "labels" / "a.txt").write_text("1 0.15 0.15 0.2 0.2\n2 0.85 0.15 0.2 0.2\n3 0.15 0.85 0.2 0.2\n")
+    reads = iter([Die("d6", "2", 2, (20, 20, 60, 60), 0.99, "ok"),  # right
+                  Die("d6", "6", 6, (18, 20, 60, 62), 0.99, "ok"),  # a 3 read as 6
+                  Die("d6", "4", 4, (20, 20, 60, 60), 0.5, "ok")])  # a 4 below the 0.9 threshold
+
+    class Fake:
+        threshold = 0.9
+        models = tmp_path
+
+        def threshold_for(self, kind):
+            return self.threshold
+
+        def read_crop(self, image, name="", kinds=None, threshold=None):
+            assert image.shape == (80, 80, 3)  # 2.0 times the 40 px box
+            return Reading(name, 80, 80, 1.0, (next(reads),))
+
+    misses = []
+    result = evaluate_cut_crops(Fake(), folder, 2.0, misses=misses, misses_dir=tmp_path / "out")
+    assert result["all"]["counts"]["right"] == 1
+    assert sorted((m.what, m.truth, m.read) for m in misses) == [("unreadable", "4", "4"), ("wrong", "3", "6")]
+    for m in misses:
+        assert Path(m.image).parent == tmp_path / "out" / "crops" and cv2.imread(m.image).shape == (80, 80, 3)
+        assert m.truth_box == pytest.approx((20, 20, 60, 60)) and m.folder == "tray"
+    written = write_misses(misses, tmp_path / "out")
+    assert [p.name for p in written] == ["misses.json", "tray.jpg"] and cv2.imread(str(written[1])) is not None
+
+
 def test_scores_are_kept_per_die_kind(tmp_path):
     """A labelled die counts for its kind, a detection (and a false die) for the kind read."""
     from pi_table.vision.dataset import LabelledDie, LabelledImage

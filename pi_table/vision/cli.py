@@ -89,7 +89,8 @@ def register(sub) -> None:
                    "corrections applied (pi_table/vision/label_fixes.json: dice the labels leave out, wrong faces, "
                    "loose boxes, each seen on its photo); default: the labels as published")
     p.add_argument("--misses", metavar="OUT", help="write OUT/misses.json and a contact sheet per data folder "
-                   "(OUT/<folder>.jpg): every die not read right and every false die, label box green, read box red")
+                   "(OUT/<folder>.jpg): every die not read right and every false die, label box green, read box red; "
+                   "with --cut-crops, every crop not read right (written to OUT/crops/)")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
     p.add_argument("--threads", type=int, default=0, help="inference threads (0 = all cores)")
     p.set_defaults(func=_eval)
@@ -194,8 +195,9 @@ def _eval(args) -> int:
         raise ValueError(f"--border reads whole labelled photos; it does not go with {(modes or ['--misses'])[0]}")
     if args.fixed_labels and args.crop:
         raise ValueError("--fixed-labels corrects labelled photos' labels; it does not go with --crop")
-    if args.misses is not None and modes:
-        raise ValueError(f"--misses shows the dice of whole labelled photos; it does not go with {modes[0]}")
+    if args.misses is not None and modes and modes[0] != "--cut-crops":
+        raise ValueError(f"--misses shows the dice of labelled photos (whole, or cut out with --cut-crops); "
+                         f"it does not go with {modes[0]}")
     if args.border is not None and not 1 <= args.border <= 4:
         raise ValueError(f"--border must be 1..4, got {args.border}")
     if args.misses is not None:
@@ -213,7 +215,8 @@ def _eval(args) -> int:
         result = evaluate_crops(reader, folder, kinds)
     elif args.cut_crops is not None:
         result = evaluate_cut_crops(reader, folder, args.cut_crops, kinds, held_out=args.held_out, limit=args.limit,
-                                    die_boxes=args.boxes == "die", fixes=fixes)
+                                    die_boxes=args.boxes == "die", fixes=fixes, misses=misses,
+                                    misses_dir=None if misses is None else Path(args.misses))
     elif args.close_ups is not None:
         result = evaluate_close_ups(reader, folder, args.close_ups, kinds, held_out=args.held_out, limit=args.limit,
                                     die_boxes=args.boxes == "die", fixes=fixes)

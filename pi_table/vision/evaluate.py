@@ -465,35 +465,50 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
 
 
 def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None, held_out: bool = False,
-                       limit: int | None = None, die_boxes: bool = True, fixes=None) -> dict:
+                       limit: int | None = None, die_boxes: bool = True, fixes=None, misses: list | None = None,
+                       misses_dir: Path | None = None) -> dict:
     """Score ``read --crop`` on crops cut from labelled photos: each die as a square ``margin``
     times its box's long side, at the photo's resolution (1.0 tight, 1.8 loose framing).
+
+    With a ``misses`` list and ``misses_dir`` (``eval --cut-crops M --misses OUT``), each crop not
+    read right is written to ``misses_dir/crops/`` (PNG) and a :class:`Miss` naming it is appended,
+    its boxes in the crop's pixels (the labelled die's: centred, 1/``margin`` of the crop).
 
     Returns the same shape as :func:`evaluate`; ValueError if ``margin`` is not in 0.5..4.
     """
     if not 0.5 <= margin <= 4:
         raise ValueError(f"--cut-crops margin must be 0.5..4, got {margin}")
+    seen: Counter = Counter()
 
-    def score(image: np.ndarray, name: str, die) -> Score:
+    def score(image: np.ndarray, name: str, die, folder: str = "") -> Score:
         x0, y0, x1, y1 = die.box
-        crop = crop_die(image, die.box, max(8, round(max(x1 - x0, y1 - y0) * margin)), margin)
-        return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked)
+        long_side = max(x1 - x0, y1 - y0, 4.0)
+        size = max(8, round(max(x1 - x0, y1 - y0) * margin))
+        crop = crop_die(image, die.box, size, margin)
+        if misses is None:
+            return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked)
+        f = size / (long_side * margin)  # crop pixels per photo pixel
+        w, h = (x1 - x0) * f, (y1 - y0) * f
+        seen[name] += 1
+        crop_path = Path(misses_dir) / "crops" / f"{Path(name).stem}_{seen[name]}.png"
+        return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, misses=misses,
+                           miss_as=(crop_path, folder, (size / 2 - w / 2, size / 2 - h / 2, size / 2 + w / 2, size / 2 + h / 2)))
 
-    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
+    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes, with_folder=misses is not None)
 
 
 def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None, die_boxes: bool, score,
-              fixes=None) -> dict:
+              fixes=None, with_folder: bool = False) -> dict:
     """``score(image, name, die) -> Score`` for every labelled die under ``root`` (images and
     ``fixes`` as :func:`labelled_images` takes them), summed per data folder and in all, as
-    :func:`evaluate` returns them."""
+    :func:`evaluate` returns them. With ``with_folder``, ``score`` also gets the data folder's name."""
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     images, applied = labelled_images(reader, root, held_out, limit, die_boxes, fixes=fixes)
     for labelled in images:
         image = load_image(labelled.path)
         for die in labelled.dice:
-            s = score(image, labelled.path.name, die)
+            s = score(image, labelled.path.name, die, labelled.folder) if with_folder else score(image, labelled.path.name, die)
             per_folder[labelled.folder].add(s)
             total.add(s)
     return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json(),
@@ -569,8 +584,24 @@ def _one_die(kind: str, counts: Score) -> Score:
 
 
 def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face: str, kinds,
-                cocked: bool | None = None) -> Score:
+                cocked: bool | None = None, misses: list | None = None, miss_as=None) -> Score:
+    """Score ``read --crop`` on one crop of a labelled die; with ``misses`` and ``miss_as`` (the
+    PNG path to write the crop to, its data folder, the labelled die's box in the crop) a crop not
+    read right is written there and recorded as a :class:`Miss`."""
     reading = reader.read_crop(crop, name=name, kinds=kinds, threshold=0.0)
+    if misses is not None:
+        die = reading.dice[0] if reading.dice else None
+        status = _status(reader, die) if die is not None else ""
+        if die is None or status != "ok" or (die.kind, die.face) != (kind, face):
+            import cv2
+
+            path, folder, truth_box = miss_as
+            path.parent.mkdir(parents=True, exist_ok=True)
+            cv2.imwrite(str(path), crop)
+            what = "missed" if die is None else "wrong" if status == "ok" else "unreadable"
+            misses.append(Miss(str(path), folder, what, kind, face, die.face if die else "", die.confidence if die else 0.0,
+                               status, tuple(truth_box), tuple(die.box) if die else None,
+                               iou(die.box, truth_box) if die else 0.0))
     counts = Score(images=1, dice=1, ms=[reading.ms])
     if not reading.dice:
         counts.confusion[(f"{kind}:{face}", "-")] += 1
