@@ -474,10 +474,13 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
     read right is written to ``misses_dir/crops/`` (PNG) and a :class:`Miss` naming it is appended,
     its boxes in the crop's pixels (the labelled die's: centred, 1/``margin`` of the crop).
 
-    Returns the same shape as :func:`evaluate`; ValueError if ``margin`` is not in 0.5..4.
+    Returns the same shape as :func:`evaluate`; ValueError if ``margin`` is not in 0.5..4, or if
+    ``misses`` comes without ``misses_dir``.
     """
     if not 0.5 <= margin <= 4:
         raise ValueError(f"--cut-crops margin must be 0.5..4, got {margin}")
+    if misses is not None and misses_dir is None:
+        raise ValueError("evaluate_cut_crops: misses needs misses_dir, the folder the crops are written to")
     seen: Counter = Counter()
 
     def score(image: np.ndarray, name: str, die, folder: str = "") -> Score:
