@@ -728,23 +728,16 @@ def format_report(result: dict) -> str:
                      f"{t['flat_read_right']:.2%} read right"
                      if "cocked_caught" in t else "")
             lines.append(f"cocked, {label}: {t['cocked']:.2%} of the dice found reported cocked{known}")
-    sized = [(label, t) for label, t in with_kinds if t.get("by_size")]
-    if sized:
-        lines.append("\nread right by die size (the labelled box's long side, pixels; read right % and dice)")
-        lines.append(f"{'folder':34}" + "".join(f"{band:>14}" for band in SIZE_BANDS))
-        for label, t in sized:
-            cells = [t["by_size"].get(band) for band in SIZE_BANDS]
+    for key, title in (("by_size", "die size (the labelled box's long side, pixels"), ("by_material", "die material (renders' meta")):
+        grouped = [(label, t[key]) for label, t in with_kinds if t.get(key)]
+        if not grouped:
+            continue
+        names = list(SIZE_BANDS) if key == "by_size" else sorted({g for _, groups in grouped for g in groups})
+        lines.append(f"\nread right by {title}; read right % and dice)")
+        lines.append(f"{'folder':34}" + "".join(f"{name:>14}" for name in names))
+        for label, groups in grouped:
             lines.append(f"{label:34}" + "".join(f"{c['read_right']:>8.1%} {c['dice']:>5}" if c else f"{'.':>14}"
-                                                  for c in cells))
-    by_material = [(label, t) for label, t in with_kinds if t.get("by_material")]
-    if by_material:
-        names = sorted({m for _, t in by_material for m in t["by_material"]})
-        lines.append("\nread right by die material (renders' meta; read right % and dice)")
-        lines.append(f"{'folder':34}" + "".join(f"{m:>14}" for m in names))
-        for label, t in by_material:
-            cells = [t["by_material"].get(m) for m in names]
-            lines.append(f"{label:34}" + "".join(f"{c['read_right']:>8.1%} {c['dice']:>5}" if c else f"{'.':>14}"
-                                                  for c in cells))
+                                                  for c in (groups.get(name) for name in names)))
     if result.get("boxes", "die") == "die":
         lines.append("boxes: the labels of folders that box a die's pips (matteop65's) are grown to the whole die "
                      "(GrabCut) before matching; --boxes as-labelled matches them as they are")
