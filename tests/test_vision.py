@@ -1210,6 +1210,10 @@ def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
         assert m.truth_box == pytest.approx((20, 20, 60, 60)) and m.folder == "tray"
     written = write_misses(misses, tmp_path / "out")
     assert [p.name for p in written] == ["misses.json", "tray.jpg"] and cv2.imread(str(written[1])) is not None
+    # a bad margin is refused before the --misses folder is made
+    bad = cli("eval", str(folder), "--cut-crops", "9", "--misses", str(tmp_path / "never"))
+    assert bad.returncode == 2 and "--cut-crops margin must be 0.5..4, got 9.0" in bad.stderr
+    assert not (tmp_path / "never").exists()
 
 
 def test_scores_are_kept_per_die_kind(tmp_path):

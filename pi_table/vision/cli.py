@@ -200,6 +200,8 @@ def _eval(args) -> int:
                          f"it does not go with {modes[0]}")
     if args.border is not None and not 1 <= args.border <= 4:
         raise ValueError(f"--border must be 1..4, got {args.border}")
+    if args.cut_crops is not None and not 0.5 <= args.cut_crops <= 4:  # before --misses makes its folder
+        raise ValueError(f"--cut-crops margin must be 0.5..4, got {args.cut_crops}")
     if args.misses is not None:
         from pi_table.vision.evaluate import misses_folder
 
