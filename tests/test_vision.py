@@ -1304,6 +1304,23 @@ def test_eval_scores_rendered_dice_by_material(tmp_path):
                                 "opaque": {"dice": 2, "read_right": 0.0, "recall": 0.5, "wrong_at_ok": 1.0}}
     report = format_report({"folders": {"renders": s}, "all": s})
     assert "read right by die material" in report and "marbled" in report
+    # read --crop on the same dice cut out (eval --cut-crops) keeps them by material too
+    from pi_table.vision.dice import Reading
+    from pi_table.vision.evaluate import evaluate_cut_crops
+
+    crops = iter(["1", "2", "4"])  # right, right, a 3 read as 4
+
+    class CropReader:
+        def threshold_for(self, kind):
+            return 0.9
+
+        def read_crop(self, image, name="", kinds=None, threshold=None):
+            face = next(crops)
+            return Reading(name, 26, 26, 1.0, (Die("d6", face, int(face), (4, 4, 22, 22), 0.99, "ok"),))
+
+    cut = evaluate_cut_crops(CropReader(), root, 1.3)["all"]
+    assert {m: (c["dice"], c["read_right"], c["wrong_at_ok"]) for m, c in cut["by_material"].items()} == {
+        "marbled": (1, 1.0, 0.0), "opaque": (2, 0.5, 0.5)}
 
 
 def test_shipped_models_fit_the_size_budget():

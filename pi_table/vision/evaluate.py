@@ -489,13 +489,14 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
         size = max(8, round(max(x1 - x0, y1 - y0) * margin))
         crop = crop_die(image, die.box, size, margin)
         if misses is None:
-            return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked)
+            return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, material=die.material)
         f = size / (long_side * margin)  # crop pixels per photo pixel
         w, h = (x1 - x0) * f, (y1 - y0) * f
         seen[name] += 1
         crop_path = Path(misses_dir) / "crops" / f"{Path(name).stem}_{seen[name]}.png"
         return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, misses=misses,
-                           miss_as=(crop_path, folder, (size / 2 - w / 2, size / 2 - h / 2, size / 2 + w / 2, size / 2 + h / 2)))
+                           miss_as=(crop_path, folder, (size / 2 - w / 2, size / 2 - h / 2, size / 2 + w / 2, size / 2 + h / 2)),
+                           material=die.material)
 
     return _each_die(reader, root, held_out, limit, die_boxes, score, fixes, with_folder=misses is not None)
 
@@ -561,14 +562,14 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
     def score(image: np.ndarray, name: str, die) -> Score:
         picture, box = close_up(image, die.box, frame)
         reading = reader.read(picture, name=name, kinds=kinds, threshold=0.0)
-        counts = Score(images=1, dice=1, ms=[reading.ms])
+        counts = _one_die_counts(reading.ms, die.material)
         match = max(reading.dice, key=lambda d: iou(d.box, box), default=None)
         if match is None or iou(match.box, box) < 0.5:
             counts.confusion[(f"{die.kind}:{die.face}", "-")] += 1
             match = None
         else:
             counts.detections = 1
-            counts.count_read(match, die.kind, die.face, reader.threshold_for(match.kind), die.cocked)
+            counts.count_read(match, die.kind, die.face, reader.threshold_for(match.kind), die.cocked, material=die.material)
             counts.centre_found, counts.centre_right = 1, counts.right
         for d in reading.dice:
             if d is not match and inside_share(d.box, box) > 0.5:
@@ -579,6 +580,11 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
     return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
 
 
+def _one_die_counts(ms: float, material: str | None) -> Score:
+    """A Score for one labelled die read in one picture (``ms``), counted under its ``material`` (a render's) too."""
+    return Score(images=1, dice=1, ms=[ms], materials={material: Counter(dice=1)} if material else {})
+
+
 def _one_die(kind: str, counts: Score) -> Score:
     """The Score of one die's ``counts``, kept under its ``kind`` too."""
     score = Score(kinds={kind: counts})
@@ -587,10 +593,10 @@ def _one_die(kind: str, counts: Score) -> Score:
 
 
 def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face: str, kinds,
-                cocked: bool | None = None, misses: list | None = None, miss_as=None) -> Score:
-    """Score ``read --crop`` on one crop of a labelled die; with ``misses`` and ``miss_as`` (the
-    PNG path to write the crop to, its data folder, the labelled die's box in the crop) a crop not
-    read right is written there and recorded as a :class:`Miss`."""
+                cocked: bool | None = None, misses: list | None = None, miss_as=None, material: str | None = None) -> Score:
+    """Score ``read --crop`` on one crop of a labelled die (of ``material``, a render's); with
+    ``misses`` and ``miss_as`` (the PNG path to write the crop to, its data folder, the labelled
+    die's box in the crop) a crop not read right is written there and recorded as a :class:`Miss`."""
     reading = reader.read_crop(crop, name=name, kinds=kinds, threshold=0.0)
     if misses is not None:
         die = reading.dice[0] if reading.dice else None
@@ -605,12 +611,13 @@ def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face
             misses.append(Miss(str(path), folder, what, kind, face, die.face if die else "", die.confidence if die else 0.0,
                                status, tuple(truth_box), tuple(die.box) if die else None,
                                iou(die.box, truth_box) if die else 0.0))
-    counts = Score(images=1, dice=1, ms=[reading.ms])
+    counts = _one_die_counts(reading.ms, material)
     if not reading.dice:
         counts.confusion[(f"{kind}:{face}", "-")] += 1
     else:
         counts.detections = 1
-        counts.count_read(reading.dice[0], kind, face, reader.threshold_for(reading.dice[0].kind), cocked)
+        counts.count_read(reading.dice[0], kind, face, reader.threshold_for(reading.dice[0].kind), cocked,
+                          material=material)
         counts.centre_found, counts.centre_right = 1, counts.right  # one die, the whole image: both matches agree
     return _one_die(kind, counts)
 
