@@ -138,39 +138,54 @@ def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]
                     kind, face = "d6", str(cls + 1)
                 box = ((cx - w / 2) * width, (cy - h / 2) * height, (cx + w / 2) * width, (cy + h / 2) * height)
                 dice.append(LabelledDie(kind, face, box))
-            meta = folder / "meta" / (image_path.stem + ".json")
-            flags = cocked_flags(meta, len(dice))
+            meta = _meta_dice(folder / "meta" / (image_path.stem + ".json"))  # a render's: read once
+            flags = _per_die(meta, len(dice), _cocked)
             if flags is not None:
                 dice = [LabelledDie(d.kind, d.face, d.box, c, m)
-                        for d, c, m in zip(dice, flags, die_materials(meta, len(dice)) or [None] * len(dice))]
+                        for d, c, m in zip(dice, flags, _per_die(meta, len(dice), _material) or [None] * len(dice))]
             out.append(LabelledImage(image_path, width, height, tuple(dice), name))
     return out
+
+
+def _meta_dice(meta_path: Path) -> list | None:
+    """The ``dice`` list of a render's ``meta/NAME.json``; None when there is no such file or it cannot be read."""
+    if not meta_path.is_file():
+        return None
+    try:
+        return json.loads(meta_path.read_text())["dice"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _per_die(dice: list | None, count: int, value) -> list | None:
+    """``value(d)`` for each of a meta's ``dice``; None without them, when one lacks the field or
+    they are not ``count``."""
+    try:
+        values = [value(d) for d in dice]
+    except (KeyError, TypeError):
+        return None
+    return values if len(values) == count else None
+
+
+def _cocked(d: dict) -> bool:
+    return bool(d["cocked"])
+
+
+def _material(d: dict) -> str:
+    return str(d["material"]).split("/")[-1]
 
 
 def cocked_flags(meta_path: Path, count: int) -> list[bool] | None:
     """Per die, whether it is cocked, from a render's ``meta/NAME.json`` (its ``dice`` in label
     order, each with ``cocked``); None when there is no such file or it does not list ``count``
     dice with that flag."""
-    if not meta_path.is_file():
-        return None
-    try:
-        dice = json.loads(meta_path.read_text())["dice"]
-        flags = [bool(d["cocked"]) for d in dice]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return flags if len(flags) == count else None
+    return _per_die(_meta_dice(meta_path), count, _cocked)
 
 
 def die_materials(meta_path: Path, count: int) -> list[str] | None:
     """Per die, its material (``marbled`` of ``"teal-white/marbled"``) from a render's
     ``meta/NAME.json``; None when there is no such file or it does not list ``count`` dice with one."""
-    if not meta_path.is_file():
-        return None
-    try:
-        materials = [str(d["material"]).split("/")[-1] for d in json.loads(meta_path.read_text())["dice"]]
-    except (ValueError, KeyError, TypeError):
-        return None
-    return materials if len(materials) == count else None
+    return _per_die(_meta_dice(meta_path), count, _material)
 
 
 _CROP_NAME = re.compile(r"^(?:(d\d+(?:-tens)?)[_:])?(\d+)(?:[_\-. ].*)?$")

@@ -483,36 +483,35 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
         raise ValueError("evaluate_cut_crops: misses needs misses_dir, the folder the crops are written to")
     seen: Counter = Counter()
 
-    def score(image: np.ndarray, name: str, die, folder: str = "") -> Score:
+    def score(image: np.ndarray, name: str, die, folder: str) -> Score:
         x0, y0, x1, y1 = die.box
-        long_side = max(x1 - x0, y1 - y0, 4.0)
         size = max(8, round(max(x1 - x0, y1 - y0) * margin))
         crop = crop_die(image, die.box, size, margin)
-        if misses is None:
-            return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, material=die.material)
-        f = size / (long_side * margin)  # crop pixels per photo pixel
-        w, h = (x1 - x0) * f, (y1 - y0) * f
-        seen[name] += 1
-        crop_path = Path(misses_dir) / "crops" / f"{Path(name).stem}_{seen[name]}.png"
-        return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, misses=misses,
-                           miss_as=(crop_path, folder, (size / 2 - w / 2, size / 2 - h / 2, size / 2 + w / 2, size / 2 + h / 2)),
+        miss_as = None
+        if misses is not None:
+            f = size / (max(x1 - x0, y1 - y0, 4.0) * margin)  # crop pixels per photo pixel, as crop_die cuts
+            w, h = (x1 - x0) * f, (y1 - y0) * f
+            seen[name] += 1
+            miss_as = (Path(misses_dir) / "crops" / f"{Path(name).stem}_{seen[name]}.png", folder,
+                       (size / 2 - w / 2, size / 2 - h / 2, size / 2 + w / 2, size / 2 + h / 2))
+        return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, misses=misses, miss_as=miss_as,
                            material=die.material)
 
-    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes, with_folder=misses is not None)
+    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
 
 
 def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None, die_boxes: bool, score,
-              fixes=None, with_folder: bool = False) -> dict:
-    """``score(image, name, die) -> Score`` for every labelled die under ``root`` (images and
-    ``fixes`` as :func:`labelled_images` takes them), summed per data folder and in all, as
-    :func:`evaluate` returns them. With ``with_folder``, ``score`` also gets the data folder's name."""
+              fixes=None) -> dict:
+    """``score(image, name, die, folder) -> Score`` for every labelled die under ``root`` (images and
+    ``fixes`` as :func:`labelled_images` takes them; ``folder`` the die's data folder), summed per data
+    folder and in all, as :func:`evaluate` returns them."""
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     images, applied = labelled_images(reader, root, held_out, limit, die_boxes, fixes=fixes)
     for labelled in images:
         image = load_image(labelled.path)
         for die in labelled.dice:
-            s = score(image, labelled.path.name, die, labelled.folder) if with_folder else score(image, labelled.path.name, die)
+            s = score(image, labelled.path.name, die, labelled.folder)
             per_folder[labelled.folder].add(s)
             total.add(s)
     return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json(),
@@ -559,7 +558,7 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
     if not 1.2 <= frame <= 10:
         raise ValueError(f"--close-ups frame must be 1.2..10, got {frame}")
 
-    def score(image: np.ndarray, name: str, die) -> Score:
+    def score(image: np.ndarray, name: str, die, folder: str) -> Score:
         picture, box = close_up(image, die.box, frame)
         reading = reader.read(picture, name=name, kinds=kinds, threshold=0.0)
         counts = _one_die_counts(reading.ms, die.material)
