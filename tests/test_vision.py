@@ -828,8 +828,72 @@ def test_read_crop_reads_the_centre_die_of_a_very_loose_crop(reader, monkeypatch
     right, wrong, total = score()
     assert total >= 15 and right >= 0.7 * total and wrong <= 1, (right, wrong, total)
     monkeypatch.setattr(reader_module, "LOOSE_CROP", 0.0)
+    monkeypatch.setattr(reader, "_crowded_crop_read", lambda *a: [])  # nor the crowded crops' look
     right_without, wrong_without, _ = score()
     assert right > right_without and wrong <= wrong_without, (right, right_without, wrong, wrong_without)
+
+
+def _crop_scores(reader, margin: float):
+    """read --crop on the demo dice cut at ``margin``: (read right, wrong at ok, the reads)."""
+    reads = []
+    for crop, face in _demo_crops(margin):
+        dice = reader.read_crop(crop).dice
+        reads.append((dice[0].face, dice[0].status) if dice else None)
+    truth = [face for _, face in _demo_crops(margin)]
+    right = sum(r is not None and r[1] == "ok" and r[0] == f for r, f in zip(reads, truth))
+    wrong = sum(r is not None and r[1] == "ok" and r[0] != f for r, f in zip(reads, truth))
+    return right, wrong, reads
+
+
+def test_read_crop_reads_the_centre_die_of_a_crowded_crop(reader, monkeypatch):
+    """A loose crop the box head takes whole (a few small dice read as one die's pips) is read
+    from the die over its centre when the detector sees separate dice (models/classifier.md,
+    "Crowded crops"): more read right at 3.5x, none more wrong; tight crops read as without it."""
+    with_crowd = {m: _crop_scores(reader, m) for m in (1.0, 3.5)}
+    monkeypatch.setattr(reader, "_crowded_crop_read", lambda *a: [])
+    without = {m: _crop_scores(reader, m) for m in (1.0, 3.5)}
+    assert with_crowd[1.0][2] == without[1.0][2]  # a tight crop's pips are not a crowd
+    (right, wrong, _), (right0, wrong0, _) = with_crowd[3.5], without[3.5]
+    assert right > right0 and wrong <= wrong0, (right, right0, wrong, wrong0)
+
+
+def test_crowded_crop_read_needs_separate_dice_a_die_sized_read_and_an_unsure_first_read_or_a_cluster(reader, monkeypatch):
+    """_crowded_crop_read: the centre die's read again only if two boxes do not overlap at all, the
+    read is sure and its die CROWD_DIE..LOOSE_CROP of the crop, and the first read is unsure or two
+    other boxes (neighbours) are sure dice (_sure_dice); else [] (the first read stands)."""
+    from pi_table.vision.dice import Die
+
+    image = np.zeros((100, 100, 3), np.uint8)
+    boxes = [(35, 35, 65, 65), (0, 0, 25, 25), (70, 70, 95, 95)]
+    read_at = []
+    again = {"box": (34, 34, 66, 66), "confidence": 0.999}
+    sure_dice = {"n": 0}
+    asked = []
+    monkeypatch.setattr(reader, "_boxes", lambda *a, **k: list(boxes))
+    monkeypatch.setattr(reader, "_sure_dice", lambda image, bs: asked.append(list(bs)) or sure_dice["n"])
+
+    def fake_dice(image, found, kinds, refine, threshold):
+        read_at.append(found[0])
+        return [Die("d6", "3", 3, again["box"], again["confidence"], "ok")]
+
+    monkeypatch.setattr(reader, "_dice", fake_dice)
+    bar = reader.threshold_for("d6")
+    unsure = Die("d6", "5", 5, (0, 0, 100, 100), bar - 0.1, "unreadable")
+    sure = Die("d6", "5", 5, (0, 0, 100, 100), 0.999, "ok")
+    assert [d.face for d in reader._crowded_crop_read(image, unsure, None, None)] == ["3"]
+    assert read_at == [(35, 35, 65, 65)]  # the largest box over the centre
+    assert reader._crowded_crop_read(image, sure, None, None) == []  # a sure first read and no cluster
+    sure_dice["n"] = 2
+    assert [d.face for d in reader._crowded_crop_read(image, sure, None, None)] == ["3"]
+    assert asked[-1] == [(0, 0, 25, 25), (70, 70, 95, 95)]  # the neighbours, not the box read again
+    for box in [(45, 45, 55, 55), (10, 10, 90, 90)]:  # a pip's size; the crop's own die
+        again["box"] = box
+        assert reader._crowded_crop_read(image, unsure, None, None) == [], box
+    again["box"], again["confidence"] = (34, 34, 66, 66), bar - 0.01
+    assert reader._crowded_crop_read(image, unsure, None, None) == []  # the read again is unsure too
+    again["confidence"] = 0.999
+    boxes[:] = [(35, 35, 65, 65), (40, 40, 60, 60), (30, 30, 50, 50)]  # all overlap: one die's parts
+    assert reader._crowded_crop_read(image, unsure, None, None) == []
 
 
 def test_loose_crop_box_is_the_largest_box_over_the_centre_and_none_for_the_whole_crop(reader, monkeypatch):

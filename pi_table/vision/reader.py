@@ -98,6 +98,10 @@ CROP_PASSES = 2
 # LOOSE_CROP_DIE of the crop, is read as well (models/classifier.md, "Loose crops").
 LOOSE_CROP = 0.6
 LOOSE_CROP_DIE = 0.7
+# When the box head takes a loose crop whole (its few dice read as one die's pips), the die over the
+# centre is read instead if separate dice are seen; a die it finds under CROWD_DIE of the crop is
+# taken for a pip or numeral of a tightly framed die (models/classifier.md, "Crowded crops").
+CROWD_DIE = 0.2
 
 
 def models_dir() -> Path:
@@ -557,6 +561,12 @@ MAX_ZOOM_IN = 4.0
 
 def _long_side(box) -> float:
     return max(box[2] - box[0], box[3] - box[1])
+
+
+def _centre_box(boxes, w: float, h: float):
+    """The largest of ``boxes`` (x0, y0, x1, y1, pixels) that covers the centre of a ``w`` x ``h``
+    image, or None."""
+    return max((b for b in boxes if b[0] <= w / 2 <= b[2] and b[1] <= h / 2 <= b[3]), key=_long_side, default=None)
 
 
 def _area(box) -> float:
@@ -1212,21 +1222,25 @@ class DiceReader:
             return boxes
         dropped: set[int] = set()
         big = []
-        none = self.classifier.classes.index("none")
         for die, parts in (self.close_up_detector or self.detector).big_dice(image, detections, shrunk):
             parts = [i for i in parts if i not in dropped]
             # a far look's die (Detector.big_dice, "Far looks") is a cluster at one sure part
             cluster = 1 if die.zoom_out > ZOOM_OUT else 2
-            if len(parts) >= cluster:
-                p = self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, [boxes[i] for i in parts])),
-                                               top_label=False)
-                best = p.argmax(axis=1)
-                sure = [b != none and p[j, b] >= self._part_bar(self.classifier.classes[b]) for j, b in enumerate(best)]
-                if sum(sure) >= cluster:
-                    continue
+            if len(parts) >= cluster and self._sure_dice(image, [boxes[i] for i in parts]) >= cluster:
+                continue
             dropped.update(parts)
             big.append(die.box)
         return big + [b for i, b in enumerate(boxes) if i not in dropped]
+
+    def _sure_dice(self, image: np.ndarray, boxes) -> int:
+        """How many of ``boxes`` (x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR) the classifier
+        alone (one view, one temperature) reads as a die at :meth:`_part_bar` of the class it gives."""
+        if not len(boxes):
+            return 0
+        none = self.classifier.classes.index("none")
+        p = self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, list(boxes))), top_label=False)
+        best = p.argmax(axis=1)
+        return sum(b != none and p[j, b] >= self._part_bar(self.classifier.classes[b]) for j, b in enumerate(best))
 
     def _part_bar(self, cls: str) -> float:
         """The probability (one view, one temperature) at which :meth:`_with_big_dice` takes a big
@@ -1276,6 +1290,8 @@ class DiceReader:
         side (a loose crop), the detector looks too (:meth:`_loose_crop_box`) and the die is read
         again from its box; that read is reported if it is at or above its kind's threshold
         (``reader.json``, whatever ``threshold`` the caller reads at) or the first is below its own.
+        If the die it finds fills the crop, a crowded crop's die over the centre may be read
+        instead (:meth:`_crowded_crop_read`).
 
         Args:
             image: ``HxWx3 uint8 BGR``, one die framed tightly or loosely (about 1x to 3.5x its box).
@@ -1299,6 +1315,12 @@ class DiceReader:
                 if again and (again[0].confidence >= self.threshold_for(again[0].kind)
                               or dice[0].confidence < self.threshold_for(dice[0].kind)):
                     dice = again
+        elif dice:
+            # The box head's die fills the crop: one die framed tightly, or a loose crop whose few
+            # small dice it took for the pips of one big die (models/classifier.md, "Crowded crops").
+            again = self._crowded_crop_read(image, dice[0], kinds, threshold)
+            if again:
+                dice = again
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, w, h, ms, tuple(dice[:1]))
 
@@ -1307,10 +1329,44 @@ class DiceReader:
         dice (:meth:`_boxes`, no small dice' look): the largest box (x0, y0, x1, y1, pixels) that covers the
         crop's centre and is at most :data:`LOOSE_CROP_DIE` of its long side (a bigger one is the
         crop itself), or None."""
+        return _centre_box(self._small_boxes(image), image.shape[1], image.shape[0])
+
+    def _small_boxes(self, image: np.ndarray) -> list:
+        """The boxes :meth:`read` finds in a crop (``image``, HxWx3 uint8 BGR; :meth:`_boxes`, no small
+        dice' look) at most :data:`LOOSE_CROP_DIE` of its long side, (x0, y0, x1, y1) pixels."""
+        side = max(image.shape[:2])
+        return [b for b in self._boxes(image, zoom_in=False) if _long_side(b) <= LOOSE_CROP_DIE * side]
+
+    def _crowded_crop_read(self, image: np.ndarray, first: Die, kinds, threshold: float | None) -> list[Die]:
+        """The die over the centre of a crowded crop, for :meth:`read_crop` when the box head took the
+        whole crop (``image``, HxWx3 uint8 BGR) for its die ``first``; [] to keep ``first``.
+
+        A loose crop of a tray photo holds a few neighbours, and the box head may read them as the
+        pips of one big die, surely and wrongly. The detector's boxes (:meth:`_small_boxes`) are
+        taken for separate dice when two of them do not overlap at all; the largest over the centre
+        is read again (``kinds``, ``threshold`` as in :meth:`read`) and that read is returned if
+        it is at or above its kind's threshold, its die is between :data:`CROWD_DIE` and
+        :data:`LOOSE_CROP` of the crop's long side (smaller, a pip or numeral of one die framed
+        tightly; larger, the crop's own die), and ``first`` is below its kind's threshold or at
+        least two of the other boxes are sure dice for the classifier (:meth:`_sure_dice`): two
+        neighbours besides the die over the centre, which may be the top face of one big die
+        framed tightly. models/classifier.md, "Crowded crops".
+        """
         h, w = image.shape[:2]
-        centred = [b for b in self._boxes(image, zoom_in=False) if b[0] <= w / 2 <= b[2] and b[1] <= h / 2 <= b[3]
-                   and _long_side(b) <= LOOSE_CROP_DIE * max(w, h)]
-        return max(centred, key=_long_side, default=None)
+        small = self._small_boxes(image)
+        if not any(iou(a, b) == 0 for i, a in enumerate(small) for b in small[i + 1:]):
+            return []
+        found = _centre_box(small, w, h)
+        if found is None:
+            return []
+        again = self._dice(image, [found], kinds, True, threshold)
+        if (not again or again[0].confidence < self.threshold_for(again[0].kind)
+                or not CROWD_DIE <= _long_side(again[0].box) / max(w, h) < LOOSE_CROP):
+            return []
+        neighbours = [b for b in small if b is not found]
+        if first.confidence >= self.threshold_for(first.kind) and self._sure_dice(image, neighbours) < 2:
+            return []
+        return again
 
     @staticmethod
     def _check_image(image) -> None:
