@@ -1280,6 +1280,59 @@ def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
     assert not (tmp_path / "never").exists()
 
 
+def test_eval_close_ups_misses_writes_each_close_up_not_read_right_or_with_a_false_die(tmp_path):
+    """--close-ups with --misses: a die read as another face, one missed, and a close-up read right
+    but with a pip taken for a die are written to OUT/close-ups/ and listed (the false die as
+    ``false``, no label box), boxes in the close-up's pixels; a close-up read right alone is not."""
+    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.evaluate import CLOSE_UP_SIDE, evaluate_close_ups, write_misses
+
+    folder = tmp_path / "tray"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.png"), np.full((400, 400, 3), 128, np.uint8))
+    # faces 2, 3, 4, 5 (classes 1..4), 40 px boxes well inside the photo
+    (folder / "labels" / "a.txt").write_text("1 0.25 0.25 0.1 0.1\n2 0.75 0.25 0.1 0.1\n3 0.25 0.75 0.1 0.1\n"
+                                             "4 0.75 0.75 0.1 0.1\n")
+    die_box = (375.0, 375.0, 1125.0, 1125.0)  # the die in its close-up: 2x its box, scaled to 1500 px
+    pip = (600.0, 600.0, 700.0, 700.0)
+    reads = iter([(Die("d6", "2", 2, die_box, 0.99, "ok"),),  # right, alone
+                  (Die("d6", "6", 6, die_box, 0.99, "ok"),),  # a 3 read as 6
+                  (),  # the 4 missed
+                  (Die("d6", "5", 5, die_box, 0.99, "ok"), Die("d6", "1", 1, pip, 0.97, "ok"))])  # right, and a pip
+
+    class Fake:
+        threshold = 0.9
+        models = tmp_path
+
+        def threshold_for(self, kind):
+            return self.threshold
+
+        def read(self, image, name="", kinds=None, threshold=None):
+            assert image.shape == (CLOSE_UP_SIDE, CLOSE_UP_SIDE, 3)
+            return Reading(name, CLOSE_UP_SIDE, CLOSE_UP_SIDE, 1.0, next(reads))
+
+    misses = []
+    result = evaluate_close_ups(Fake(), folder, 2.0, misses=misses, misses_dir=tmp_path / "out")
+    assert result["all"]["counts"]["right"] == 2
+    assert sorted((m.what, m.truth, m.read) for m in misses) == [("false", "", "1"), ("missed", "4", ""),
+                                                                 ("wrong", "3", "6")]
+    assert len({m.image for m in misses}) == 3  # the false die and its die's close-up: one picture
+    for m in misses:
+        assert Path(m.image).parent == tmp_path / "out" / "close-ups" and cv2.imread(m.image).shape[:2] == (1500, 1500)
+        assert m.folder == "tray"
+        if m.what == "false":
+            assert m.truth_box is None and m.read_box == pip
+        else:
+            assert m.truth_box == pytest.approx(die_box)
+    written = write_misses(misses, tmp_path / "out")
+    assert [p.name for p in written] == ["misses.json", "tray.jpg"] and cv2.imread(str(written[1])) is not None
+    # a bad frame is refused before the --misses folder is made
+    bad = cli("eval", str(folder), "--close-ups", "20", "--misses", str(tmp_path / "never"))
+    assert bad.returncode == 2 and "--close-ups frame must be 1.2..10, got 20.0" in bad.stderr
+    assert not (tmp_path / "never").exists()
+
+
 def test_scores_are_kept_per_die_kind(tmp_path):
     """A labelled die counts for its kind, a detection (and a false die) for the kind read."""
     from pi_table.vision.dataset import LabelledDie, LabelledImage

@@ -90,7 +90,8 @@ def register(sub) -> None:
                    "loose boxes, each seen on its photo); default: the labels as published")
     p.add_argument("--misses", metavar="OUT", help="write OUT/misses.json and a contact sheet per data folder "
                    "(OUT/<folder>.jpg): every die not read right and every false die, label box green, read box red; "
-                   "with --cut-crops, every crop not read right (written to OUT/crops/)")
+                   "with --cut-crops, every crop not read right (written to OUT/crops/); with --close-ups, every "
+                   "close-up whose die is not read right or that has a false die (written to OUT/close-ups/)")
     p.add_argument("--models", help="model folder (default: the shipped models/)")
     p.add_argument("--threads", type=int, default=0, help="inference threads (0 = all cores)")
     p.set_defaults(func=_eval)
@@ -195,13 +196,15 @@ def _eval(args) -> int:
         raise ValueError(f"--border reads whole labelled photos; it does not go with {(modes or ['--misses'])[0]}")
     if args.fixed_labels and args.crop:
         raise ValueError("--fixed-labels corrects labelled photos' labels; it does not go with --crop")
-    if args.misses is not None and modes and modes[0] != "--cut-crops":
-        raise ValueError(f"--misses shows the dice of labelled photos (whole, or cut out with --cut-crops); "
-                         f"it does not go with {modes[0]}")
+    if args.misses is not None and modes and modes[0] not in ("--cut-crops", "--close-ups"):
+        raise ValueError(f"--misses shows the dice of labelled photos (whole, cut out with --cut-crops or in "
+                         f"close-ups with --close-ups); it does not go with {modes[0]}")
     if args.border is not None and not 1 <= args.border <= 4:
         raise ValueError(f"--border must be 1..4, got {args.border}")
     if args.cut_crops is not None and not 0.5 <= args.cut_crops <= 4:  # before --misses makes its folder
         raise ValueError(f"--cut-crops margin must be 0.5..4, got {args.cut_crops}")
+    if args.close_ups is not None and not 1.2 <= args.close_ups <= 10:
+        raise ValueError(f"--close-ups frame must be 1.2..10, got {args.close_ups}")
     if args.misses is not None:
         from pi_table.vision.evaluate import misses_folder
 
@@ -221,7 +224,8 @@ def _eval(args) -> int:
                                     misses_dir=None if misses is None else Path(args.misses))
     elif args.close_ups is not None:
         result = evaluate_close_ups(reader, folder, args.close_ups, kinds, held_out=args.held_out, limit=args.limit,
-                                    die_boxes=args.boxes == "die", fixes=fixes)
+                                    die_boxes=args.boxes == "die", fixes=fixes, misses=misses,
+                                    misses_dir=None if misses is None else Path(args.misses))
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,
                           die_boxes=args.boxes == "die", calib=args.calib, misses=misses,

@@ -481,7 +481,7 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
         raise ValueError(f"--cut-crops margin must be 0.5..4, got {margin}")
     if misses is not None and misses_dir is None:
         raise ValueError("evaluate_cut_crops: misses needs misses_dir, the folder the crops are written to")
-    seen: Counter = Counter()
+    picture_path = _miss_pictures(misses_dir, "crops")
 
     def score(image: np.ndarray, name: str, die, folder: str) -> Score:
         x0, y0, x1, y1 = die.box
@@ -491,13 +491,23 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
         if misses is not None:
             f = size / (max(x1 - x0, y1 - y0, 4.0) * margin)  # crop pixels per photo pixel, as crop_die cuts
             w, h = (x1 - x0) * f, (y1 - y0) * f
-            seen[name] += 1
-            miss_as = (Path(misses_dir) / "crops" / f"{Path(name).stem}_{seen[name]}.png", folder,
-                       (size / 2 - w / 2, size / 2 - h / 2, size / 2 + w / 2, size / 2 + h / 2))
+            miss_as = (picture_path(name), folder, (size / 2 - w / 2, size / 2 - h / 2, size / 2 + w / 2, size / 2 + h / 2))
         return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, misses=misses, miss_as=miss_as,
                            material=die.material)
 
     return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
+
+
+def _miss_pictures(misses_dir: Path | None, sub: str):
+    """``path(name) -> Path``: where the next picture cut from photo ``name`` that was not read right
+    goes, ``misses_dir/sub/<name's stem>_<n>.png`` (n counts the photo's dice from 1)."""
+    seen: Counter = Counter()
+
+    def path(name: str) -> Path:
+        seen[name] += 1
+        return Path(misses_dir) / sub / f"{Path(name).stem}_{seen[name]}.png"
+
+    return path
 
 
 def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None, die_boxes: bool, score,
@@ -544,7 +554,8 @@ def close_up(image: np.ndarray, box, frame: float, side: int = CLOSE_UP_SIDE) ->
 
 
 def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None, held_out: bool = False,
-                       limit: int | None = None, die_boxes: bool = True, fixes=None) -> dict:
+                       limit: int | None = None, die_boxes: bool = True, fixes=None, misses: list | None = None,
+                       misses_dir: Path | None = None) -> dict:
     """Score ``read`` on close-ups of single dice (``eval --close-ups FRAME``): each labelled die
     of the photos under ``root`` cut out with ``frame`` times its box around it and scaled to a
     1500-pixel long side (:func:`close_up`; the die fills 1/``frame`` of the picture, as when a
@@ -553,10 +564,19 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
     not match it (a pip or face of the die taken for a die) counts as a false die. Neighbours
     the window catches are not scored.
 
-    Returns the same shape as :func:`evaluate`; ValueError if ``frame`` is not in 1.2..10.
+    With a ``misses`` list and ``misses_dir`` (``eval --close-ups FRAME --misses OUT``), each
+    close-up whose die is not read right or that has a false die is written to
+    ``misses_dir/close-ups/`` (PNG), and a :class:`Miss` naming it is appended for the die and for
+    each false die, their boxes in the close-up's pixels.
+
+    Returns the same shape as :func:`evaluate`; ValueError if ``frame`` is not in 1.2..10, or if
+    ``misses`` comes without ``misses_dir``.
     """
     if not 1.2 <= frame <= 10:
         raise ValueError(f"--close-ups frame must be 1.2..10, got {frame}")
+    if misses is not None and misses_dir is None:
+        raise ValueError("evaluate_close_ups: misses needs misses_dir, the folder the close-ups are written to")
+    picture_path = _miss_pictures(misses_dir, "close-ups")
 
     def score(image: np.ndarray, name: str, die, folder: str) -> Score:
         picture, box = close_up(image, die.box, frame)
@@ -570,13 +590,34 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
             counts.detections = 1
             counts.count_read(match, die.kind, die.face, reader.threshold_for(match.kind), die.cocked, material=die.material)
             counts.centre_found, counts.centre_right = 1, counts.right
-        for d in reading.dice:
-            if d is not match and inside_share(d.box, box) > 0.5:
-                counts.detections += 1
-                counts.false_dice += 1
+        false = [d for d in reading.dice if d is not match and inside_share(d.box, box) > 0.5]
+        counts.detections += len(false)
+        counts.false_dice += len(false)
+        if misses is not None and (not counts.right or false):
+            _close_up_misses(reader, picture, picture_path(name), folder, die, box, match, false, misses)
         return _one_die(die.kind, counts)
 
     return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
+
+
+def _close_up_misses(reader: DiceReader, picture: np.ndarray, path: Path, folder: str, die, box, match, false,
+                     misses: list) -> None:
+    """Write a close-up (``picture``, HxWx3 uint8 BGR) to ``path`` and append to ``misses`` a
+    :class:`Miss` for its labelled ``die`` (box ``box`` in the close-up) unless ``match`` read it
+    right, and one for each of its ``false`` dice."""
+    import cv2
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(path), picture)
+    status = _status(reader, match) if match is not None else ""
+    if match is None:
+        misses.append(Miss(str(path), folder, "missed", die.kind, die.face, "", 0.0, "", tuple(box), None, 0.0))
+    elif status != "ok" or (match.kind, match.face) != (die.kind, die.face):
+        misses.append(Miss(str(path), folder, "wrong" if status == "ok" else "unreadable", die.kind, die.face,
+                           match.face, match.confidence, status, tuple(box), tuple(match.box), iou(match.box, box)))
+    for d in false:
+        misses.append(Miss(str(path), folder, "false", d.kind, "", d.face, d.confidence, _status(reader, d), None,
+                           tuple(d.box), 0.0))
 
 
 def _one_die_counts(ms: float, material: str | None) -> Score:
