@@ -37,6 +37,31 @@ def fixed_reader(*dice, size: int = 100, models=None):
     return Fixed
 
 
+def reader_in_turn(method: str, dice_per_read, size: int, models=None, check=None):
+    """A stand-in reader (threshold 0.9) whose ``method`` (``read`` or ``read_crop``) gives, call by
+    call, a ``size`` x ``size`` Reading of the next tuple of ``dice_per_read``; ``check(image)`` is
+    called on each image it is given."""
+    from pi_table.vision.dice import Reading
+
+    reads = iter(dice_per_read)
+
+    class InTurn:
+        threshold = 0.9
+
+        def threshold_for(self, kind):
+            return self.threshold
+
+    def next_read(image, name="", kinds=None, threshold=None):
+        if check is not None:
+            check(image)
+        return Reading(name, size, size, 1.0, tuple(next(reads)))
+
+    reader = InTurn()
+    reader.models = models
+    setattr(reader, method, next_read)
+    return reader
+
+
 def test_load_image_errors(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.jpg"):
         load_image(tmp_path / "nope.jpg")
@@ -1241,7 +1266,7 @@ def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
     """--cut-crops with --misses: a crop read as another face and one below the threshold are
     written to OUT/crops/ and listed, with the labelled die's box centred in the crop; a crop read
     right is not. Their contact sheet is drawn from those files."""
-    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import evaluate_cut_crops, write_misses
 
     folder = tmp_path / "tray"
@@ -1250,23 +1275,14 @@ def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
     cv2.imwrite(str(folder / "images" / "a.png"), np.full((200, 200, 3), 128, np.uint8))
     # faces 2, 3, 4 (classes 1..3), 40 px boxes
     (folder / "labels" / "a.txt").write_text("1 0.15 0.15 0.2 0.2\n2 0.85 0.15 0.2 0.2\n3 0.15 0.85 0.2 0.2\n")
-    reads = iter([Die("d6", "2", 2, (20, 20, 60, 60), 0.99, "ok"),  # right
-                  Die("d6", "6", 6, (18, 20, 60, 62), 0.99, "ok"),  # a 3 read as 6
-                  Die("d6", "4", 4, (20, 20, 60, 60), 0.5, "ok")])  # a 4 below the 0.9 threshold
-
-    class Fake:
-        threshold = 0.9
-        models = tmp_path
-
-        def threshold_for(self, kind):
-            return self.threshold
-
-        def read_crop(self, image, name="", kinds=None, threshold=None):
-            assert image.shape == (80, 80, 3)  # 2.0 times the 40 px box
-            return Reading(name, 80, 80, 1.0, (next(reads),))
-
+    reads = [(Die("d6", "2", 2, (20, 20, 60, 60), 0.99, "ok"),),  # right
+             (Die("d6", "6", 6, (18, 20, 60, 62), 0.99, "ok"),),  # a 3 read as 6
+             (Die("d6", "4", 4, (20, 20, 60, 60), 0.5, "ok"),)]  # a 4 below the 0.9 threshold
+    shapes = []
+    fake = reader_in_turn("read_crop", reads, 80, tmp_path, check=lambda image: shapes.append(image.shape))
     misses = []
-    result = evaluate_cut_crops(Fake(), folder, 2.0, misses=misses, misses_dir=tmp_path / "out")
+    result = evaluate_cut_crops(fake, folder, 2.0, misses=misses, misses_dir=tmp_path / "out")
+    assert shapes == [(80, 80, 3)] * 3  # 2.0 times the 40 px box
     assert result["all"]["counts"]["right"] == 1
     assert sorted((m.what, m.truth, m.read) for m in misses) == [("unreadable", "4", "4"), ("wrong", "3", "6")]
     for m in misses:
@@ -1284,7 +1300,7 @@ def test_eval_close_ups_misses_writes_each_close_up_not_read_right_or_with_a_fal
     """--close-ups with --misses: a die read as another face, one missed, and a close-up read right
     but with a pip taken for a die are written to OUT/close-ups/ and listed (the false die as
     ``false``, no label box), boxes in the close-up's pixels; a close-up read right alone is not."""
-    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import CLOSE_UP_SIDE, evaluate_close_ups, write_misses
 
     folder = tmp_path / "tray"
@@ -1296,24 +1312,15 @@ def test_eval_close_ups_misses_writes_each_close_up_not_read_right_or_with_a_fal
                                              "4 0.75 0.75 0.1 0.1\n")
     die_box = (375.0, 375.0, 1125.0, 1125.0)  # the die in its close-up: 2x its box, scaled to 1500 px
     pip = (600.0, 600.0, 700.0, 700.0)
-    reads = iter([(Die("d6", "2", 2, die_box, 0.99, "ok"),),  # right, alone
-                  (Die("d6", "6", 6, die_box, 0.99, "ok"),),  # a 3 read as 6
-                  (),  # the 4 missed
-                  (Die("d6", "5", 5, die_box, 0.99, "ok"), Die("d6", "1", 1, pip, 0.97, "ok"))])  # right, and a pip
-
-    class Fake:
-        threshold = 0.9
-        models = tmp_path
-
-        def threshold_for(self, kind):
-            return self.threshold
-
-        def read(self, image, name="", kinds=None, threshold=None):
-            assert image.shape == (CLOSE_UP_SIDE, CLOSE_UP_SIDE, 3)
-            return Reading(name, CLOSE_UP_SIDE, CLOSE_UP_SIDE, 1.0, next(reads))
-
+    reads = [(Die("d6", "2", 2, die_box, 0.99, "ok"),),  # right, alone
+             (Die("d6", "6", 6, die_box, 0.99, "ok"),),  # a 3 read as 6
+             (),  # the 4 missed
+             (Die("d6", "5", 5, die_box, 0.99, "ok"), Die("d6", "1", 1, pip, 0.97, "ok"))]  # right, and a pip
+    shapes = []
+    fake = reader_in_turn("read", reads, CLOSE_UP_SIDE, tmp_path, check=lambda image: shapes.append(image.shape))
     misses = []
-    result = evaluate_close_ups(Fake(), folder, 2.0, misses=misses, misses_dir=tmp_path / "out")
+    result = evaluate_close_ups(fake, folder, 2.0, misses=misses, misses_dir=tmp_path / "out")
+    assert shapes == [(CLOSE_UP_SIDE, CLOSE_UP_SIDE, 3)] * 4
     assert result["all"]["counts"]["right"] == 2
     assert sorted((m.what, m.truth, m.read) for m in misses) == [("false", "", "1"), ("missed", "4", ""),
                                                                  ("wrong", "3", "6")]
