@@ -37,6 +37,17 @@ def fixed_reader(*dice, size: int = 100, models=None):
     return Fixed
 
 
+def labelled_tray(tmp_path: Path, side: int, labels: str) -> Path:
+    """A labelled folder ``tmp_path/tray`` in the YOLO layout: one grey ``side`` x ``side`` photo,
+    ``images/a.png``, and its ``labels/a.txt`` (``labels``: one die per line)."""
+    folder = tmp_path / "tray"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.png"), np.full((side, side, 3), 128, np.uint8))
+    (folder / "labels" / "a.txt").write_text(labels)
+    return folder
+
+
 def reader_in_turn(method: str, dice_per_read, size: int, models=None, check=None):
     """A stand-in reader (threshold 0.9) whose ``method`` (``read`` or ``read_crop``) gives, call by
     call, a ``size`` x ``size`` Reading of the next tuple of ``dice_per_read``; ``check(image)`` is
@@ -1233,13 +1244,9 @@ def test_eval_misses_lists_each_die_not_read_right_and_draws_a_contact_sheet(tmp
     from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import TILE, TILES_PER_ROW, evaluate, write_misses
 
-    folder = tmp_path / "tray"
-    (folder / "images").mkdir(parents=True)
-    (folder / "labels").mkdir()
-    cv2.imwrite(str(folder / "images" / "a.png"), np.full((200, 200, 3), 128, np.uint8))
     # faces 2, 3, 4, 5 (classes 1..4) at four corners, 40 px boxes
-    (folder / "labels" / "a.txt").write_text("1 0.15 0.15 0.2 0.2\n2 0.85 0.15 0.2 0.2\n3 0.15 0.85 0.2 0.2\n"
-                                             "4 0.85 0.85 0.2 0.2\n")
+    folder = labelled_tray(tmp_path, 200, "1 0.15 0.15 0.2 0.2\n2 0.85 0.15 0.2 0.2\n3 0.15 0.85 0.2 0.2\n"
+                                            "4 0.85 0.85 0.2 0.2\n")
     Fake = fixed_reader(Die("d6", "2", 2, (10, 10, 50, 50), 0.99, "ok"),  # right
                         Die("d6", "6", 6, (150, 10, 190, 50), 0.99, "ok"),  # a 3 read as 6
                         Die("d6", "4", 4, (10, 150, 50, 190), 0.5, "ok"),  # a 4 below the 0.9 threshold
@@ -1269,12 +1276,8 @@ def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
     from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import evaluate_cut_crops, write_misses
 
-    folder = tmp_path / "tray"
-    (folder / "images").mkdir(parents=True)
-    (folder / "labels").mkdir()
-    cv2.imwrite(str(folder / "images" / "a.png"), np.full((200, 200, 3), 128, np.uint8))
     # faces 2, 3, 4 (classes 1..3), 40 px boxes
-    (folder / "labels" / "a.txt").write_text("1 0.15 0.15 0.2 0.2\n2 0.85 0.15 0.2 0.2\n3 0.15 0.85 0.2 0.2\n")
+    folder = labelled_tray(tmp_path, 200, "1 0.15 0.15 0.2 0.2\n2 0.85 0.15 0.2 0.2\n3 0.15 0.85 0.2 0.2\n")
     reads = [(Die("d6", "2", 2, (20, 20, 60, 60), 0.99, "ok"),),  # right
              (Die("d6", "6", 6, (18, 20, 60, 62), 0.99, "ok"),),  # a 3 read as 6
              (Die("d6", "4", 4, (20, 20, 60, 60), 0.5, "ok"),)]  # a 4 below the 0.9 threshold
@@ -1303,13 +1306,9 @@ def test_eval_close_ups_misses_writes_each_close_up_not_read_right_or_with_a_fal
     from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import CLOSE_UP_SIDE, evaluate_close_ups, write_misses
 
-    folder = tmp_path / "tray"
-    (folder / "images").mkdir(parents=True)
-    (folder / "labels").mkdir()
-    cv2.imwrite(str(folder / "images" / "a.png"), np.full((400, 400, 3), 128, np.uint8))
     # faces 2, 3, 4, 5 (classes 1..4), 40 px boxes well inside the photo
-    (folder / "labels" / "a.txt").write_text("1 0.25 0.25 0.1 0.1\n2 0.75 0.25 0.1 0.1\n3 0.25 0.75 0.1 0.1\n"
-                                             "4 0.75 0.75 0.1 0.1\n")
+    folder = labelled_tray(tmp_path, 400, "1 0.25 0.25 0.1 0.1\n2 0.75 0.25 0.1 0.1\n3 0.25 0.75 0.1 0.1\n"
+                                            "4 0.75 0.75 0.1 0.1\n")
     die_box = (375.0, 375.0, 1125.0, 1125.0)  # the die in its close-up: 2x its box, scaled to 1500 px
     pip = (600.0, 600.0, 700.0, 700.0)
     reads = [(Die("d6", "2", 2, die_box, 0.99, "ok"),),  # right, alone
