@@ -1701,6 +1701,57 @@ def test_a_far_looks_big_die_is_a_cluster_at_one_sure_part(reader, monkeypatch):
         assert (boxes == [big] + [d.box for d in found[1:]]) != kept, zoom
 
 
+def test_a_big_dies_parts_that_all_read_one_and_cover_little_of_it_are_its_pips(reader, monkeypatch):
+    """_is_cluster: sure parts make a cluster of small dice, except when every sure one reads as a
+    d6's "1" and together they cover less than CLUSTER_COVER of the big die (its pips)."""
+    from pi_table.vision.reader import CLUSTER_COVER
+
+    image = np.zeros((100, 100, 3), np.uint8)
+    big = (0, 0, 100, 100)
+    pips = [(20, 20, 35, 35), (65, 65, 80, 80)]  # 2 x 225 px: 4.5% of the big die
+    dice = [(0, 0, 40, 40), (50, 50, 90, 90)]  # 2 x 1600 px: 32%
+    assert 2 * 225 < CLUSTER_COVER * 100 * 100 <= 2 * 1600
+    reads = {}
+    monkeypatch.setattr(reader, "_sure_parts", lambda image, boxes: [reads[tuple(b)] for b in boxes])
+    reads.update({pips[0]: "d6:1", pips[1]: "d6:1"})
+    assert not reader._is_cluster(image, big, pips, 2)  # pips
+    reads[pips[1]] = "d6:3"
+    assert reader._is_cluster(image, big, pips, 2)  # two small dice, not both "1"
+    reads[pips[1]] = ""
+    assert not reader._is_cluster(image, big, pips, 2) and not reader._is_cluster(image, big, pips[:1], 1)
+    reads[pips[0]] = "d10:*"
+    assert reader._is_cluster(image, big, pips, 1)  # a far look's die: one sure part
+    reads.update({dice[0]: "d6:1", dice[1]: "d6:1"})
+    assert reader._is_cluster(image, big, dice, 2)  # two dice showing 1 fill the box
+
+
+def test_a_close_ups_pips_read_as_ones_do_not_hide_its_die(reader, monkeypatch):
+    """A demo die (a "2", white with black pips) in a close-up, twice its box around it: its pips
+    are read surely as "1"s; they are taken for its pips (CLUSTER_COVER), the die is read, no false
+    die. Without that test the die is lost and a pip reported."""
+    from pi_table.vision import reader as reader_module
+    from pi_table.vision.evaluate import close_up
+    from pi_table.vision.reader import inside_share
+
+    photo = DEMO / "IMG_20191209_100728.jpg"
+    image = load_image(photo)
+    h, w = image.shape[:2]
+    label, cx, cy, bw, bh = (DEMO / "labels" / (photo.stem + ".txt")).read_text().split()[:5]
+    cx, cy, bw, bh = float(cx) * w, float(cy) * h, float(bw) * w, float(bh) * h
+    picture, box = close_up(image, (cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2), 2.0)
+
+    def read():
+        dice = reader.read(picture).dice
+        die = max(dice, key=lambda d: iou(d.box, box))
+        return (die.face if iou(die.box, box) >= 0.5 else None,
+                sum(d is not die and inside_share(d.box, box) > 0.5 for d in dice))
+
+    assert label == "1" and read() == ("2", 0)
+    monkeypatch.setattr(reader_module, "CLUSTER_COVER", 0.0)
+    face, false = read()
+    assert face is None and false >= 1
+
+
 def test_far_looks_find_close_up_dice_the_zoomed_out_look_splits(reader, monkeypatch):
     """Three rendered close-ups (two d10 and a percentile d10, each with 2 or 3 times its box
     around it, 1500 pixels across; valid split, seed 292: renders/fresh30, where the far looks

@@ -102,6 +102,10 @@ LOOSE_CROP_DIE = 0.7
 # centre is read instead if separate dice are seen; a die it finds under CROWD_DIE of the crop is
 # taken for a pip or numeral of a tightly framed die (models/classifier.md, "Crowded crops").
 CROWD_DIE = 0.2
+# A close-up's pips are boxed by the first look and read surely as d6 "1"s, and two sure parts make a
+# big die a cluster of small dice: sure parts that all read "1" count only if they cover at least
+# CLUSTER_COVER of the big die's box (a pile of dice fills its box; pips leave most of the face bare).
+CLUSTER_COVER = 0.3
 
 
 def models_dir() -> Path:
@@ -1210,7 +1214,8 @@ class DiceReader:
         threshold of the class it gives them is a cluster of small dice the second look saw as
         one: the first look's boxes stand. For a die of the far looks (``zoom_out`` above
         :data:`ZOOM_OUT`), one such part is enough. (The pips and faces a big die is split into are not
-        called dice so surely.) The parts are judged as this rule was chosen (:meth:`_part_bar`):
+        called dice so surely; those that are, a white d6's pips read as "1"s, are told by how little
+        of the big die they cover: :meth:`_is_cluster`.) The parts are judged as this rule was chosen (:meth:`_part_bar`):
         at the one temperature, not ``shape_temperature``, and a numbered shape at
         :data:`NUMBERED_PART_SURE` at least. Judged as the other dice are, a big die's kite faces
         passed for sure small d10s and the big die was lost (``pi-table eval renders/big --calib``:
@@ -1226,21 +1231,41 @@ class DiceReader:
             parts = [i for i in parts if i not in dropped]
             # a far look's die (Detector.big_dice, "Far looks") is a cluster at one sure part
             cluster = 1 if die.zoom_out > ZOOM_OUT else 2
-            if len(parts) >= cluster and self._sure_dice(image, [boxes[i] for i in parts]) >= cluster:
+            if len(parts) >= cluster and self._is_cluster(image, die.box, [boxes[i] for i in parts], cluster):
                 continue
             dropped.update(parts)
             big.append(die.box)
         return big + [b for i, b in enumerate(boxes) if i not in dropped]
 
+    def _is_cluster(self, image: np.ndarray, big_box, parts, cluster: int) -> bool:
+        """Whether a big die's ``parts`` (boxes x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR)
+        are a cluster of small dice that :meth:`_with_big_dice` keeps: at least ``cluster`` of them
+        are sure dice (:meth:`_sure_parts`), unless every sure one reads as a d6's "1" and together
+        they cover less than :data:`CLUSTER_COVER` of ``big_box``, the big die's: then they are its
+        pips (a close-up of one white or red d6; models/detector.md, "Close-ups' pips")."""
+        reads = self._sure_parts(image, parts)
+        sure = [b for b, c in zip(parts, reads) if c]
+        if len(sure) < cluster:
+            return False
+        if any(c != "d6:1" for c in reads if c):
+            return True
+        return sum(_intersection(b, big_box) for b in sure) >= CLUSTER_COVER * _area(big_box)
+
     def _sure_dice(self, image: np.ndarray, boxes) -> int:
         """How many of ``boxes`` (x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR) the classifier
         alone (one view, one temperature) reads as a die at :meth:`_part_bar` of the class it gives."""
+        return sum(bool(c) for c in self._sure_parts(image, boxes))
+
+    def _sure_parts(self, image: np.ndarray, boxes) -> list[str]:
+        """For each of ``boxes`` (as :meth:`_sure_dice`), the classifier class it alone reads surely
+        (``d6:1``, ``d10:*``), or "" where it does not read a sure die."""
         if not len(boxes):
-            return 0
+            return []
         none = self.classifier.classes.index("none")
         p = self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, list(boxes))), top_label=False)
         best = p.argmax(axis=1)
-        return sum(b != none and p[j, b] >= self._part_bar(self.classifier.classes[b]) for j, b in enumerate(best))
+        classes = self.classifier.classes
+        return [classes[b] if b != none and p[j, b] >= self._part_bar(classes[b]) else "" for j, b in enumerate(best)]
 
     def _part_bar(self, cls: str) -> float:
         """The probability (one view, one temperature) at which :meth:`_with_big_dice` takes a big
