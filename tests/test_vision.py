@@ -1323,7 +1323,8 @@ def test_eval_close_ups_misses_writes_each_close_up_not_read_right_or_with_a_fal
     assert result["all"]["counts"]["right"] == 2
     assert sorted((m.what, m.truth, m.read) for m in misses) == [("false", "", "1"), ("missed", "4", ""),
                                                                  ("wrong", "3", "6")]
-    assert len({m.image for m in misses}) == 3  # the false die and its die's close-up: one picture
+    # the false die and its die's close-up: one picture; each named by its die's place in the photo
+    assert sorted({Path(m.image).name for m in misses}) == ["a_2.png", "a_3.png", "a_4.png"]
     for m in misses:
         assert Path(m.image).parent == tmp_path / "out" / "close-ups" and cv2.imread(m.image).shape[:2] == (1500, 1500)
         assert m.folder == "tray"

@@ -593,8 +593,9 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
         false = [d for d in reading.dice if d is not match and inside_share(d.box, box) > 0.5]
         counts.detections += len(false)
         counts.false_dice += len(false)
-        if misses is not None and (not counts.right or false):
-            _close_up_misses(reader, picture, picture_path(name), folder, die, box, match, false, misses)
+        path = picture_path(name) if misses is not None else None  # numbered by the photo's dice, as crops are
+        if path is not None and (not counts.right or false):
+            _close_up_misses(reader, picture, path, folder, die, box, match, false, misses)
         return _one_die(die.kind, counts)
 
     return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
