@@ -1269,12 +1269,25 @@ def test_eval_misses_lists_each_die_not_read_right_and_draws_a_contact_sheet(tmp
         write_misses(misses, written[1])
 
 
+def assert_sheet_drawn_and_bad_value_refused(misses, tmp_path: Path, folder: Path, flag: str, value: str, error: str):
+    """The misses of the labelled tray ``folder`` make ``misses.json`` and its contact sheet; and
+    ``eval FOLDER FLAG VALUE --misses`` with a bad VALUE exits 2 with ``error`` before the misses
+    folder is made."""
+    from pi_table.vision.evaluate import write_misses
+
+    written = write_misses(misses, tmp_path / "out")
+    assert [p.name for p in written] == ["misses.json", "tray.jpg"] and cv2.imread(str(written[1])) is not None
+    bad = cli("eval", str(folder), flag, value, "--misses", str(tmp_path / "never"))
+    assert bad.returncode == 2 and error in bad.stderr
+    assert not (tmp_path / "never").exists()
+
+
 def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
     """--cut-crops with --misses: a crop read as another face and one below the threshold are
     written to OUT/crops/ and listed, with the labelled die's box centred in the crop; a crop read
     right is not. Their contact sheet is drawn from those files."""
     from pi_table.vision.dice import Die
-    from pi_table.vision.evaluate import evaluate_cut_crops, write_misses
+    from pi_table.vision.evaluate import evaluate_cut_crops
 
     # faces 2, 3, 4 (classes 1..3), 40 px boxes
     folder = labelled_tray(tmp_path, 200, "1 0.15 0.15 0.2 0.2\n2 0.85 0.15 0.2 0.2\n3 0.15 0.85 0.2 0.2\n")
@@ -1291,12 +1304,9 @@ def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
     for m in misses:
         assert Path(m.image).parent == tmp_path / "out" / "crops" and cv2.imread(m.image).shape == (80, 80, 3)
         assert m.truth_box == pytest.approx((20, 20, 60, 60)) and m.folder == "tray"
-    written = write_misses(misses, tmp_path / "out")
-    assert [p.name for p in written] == ["misses.json", "tray.jpg"] and cv2.imread(str(written[1])) is not None
     # a bad margin is refused before the --misses folder is made
-    bad = cli("eval", str(folder), "--cut-crops", "9", "--misses", str(tmp_path / "never"))
-    assert bad.returncode == 2 and "--cut-crops margin must be 0.5..4, got 9.0" in bad.stderr
-    assert not (tmp_path / "never").exists()
+    assert_sheet_drawn_and_bad_value_refused(misses, tmp_path, folder, "--cut-crops", "9",
+                                             "--cut-crops margin must be 0.5..4, got 9.0")
 
 
 def test_eval_close_ups_misses_writes_each_close_up_not_read_right_or_with_a_false_die(tmp_path):
@@ -1304,7 +1314,7 @@ def test_eval_close_ups_misses_writes_each_close_up_not_read_right_or_with_a_fal
     but with a pip taken for a die are written to OUT/close-ups/ and listed (the false die as
     ``false``, no label box), boxes in the close-up's pixels; a close-up read right alone is not."""
     from pi_table.vision.dice import Die
-    from pi_table.vision.evaluate import CLOSE_UP_SIDE, evaluate_close_ups, write_misses
+    from pi_table.vision.evaluate import CLOSE_UP_SIDE, evaluate_close_ups
 
     # faces 2, 3, 4, 5 (classes 1..4), 40 px boxes well inside the photo
     folder = labelled_tray(tmp_path, 400, "1 0.25 0.25 0.1 0.1\n2 0.75 0.25 0.1 0.1\n3 0.25 0.75 0.1 0.1\n"
@@ -1332,12 +1342,9 @@ def test_eval_close_ups_misses_writes_each_close_up_not_read_right_or_with_a_fal
             assert m.truth_box is None and m.read_box == pip
         else:
             assert m.truth_box == pytest.approx(die_box)
-    written = write_misses(misses, tmp_path / "out")
-    assert [p.name for p in written] == ["misses.json", "tray.jpg"] and cv2.imread(str(written[1])) is not None
     # a bad frame is refused before the --misses folder is made
-    bad = cli("eval", str(folder), "--close-ups", "20", "--misses", str(tmp_path / "never"))
-    assert bad.returncode == 2 and "--close-ups frame must be 1.2..10, got 20.0" in bad.stderr
-    assert not (tmp_path / "never").exists()
+    assert_sheet_drawn_and_bad_value_refused(misses, tmp_path, folder, "--close-ups", "20",
+                                             "--close-ups frame must be 1.2..10, got 20.0")
 
 
 def test_scores_are_kept_per_die_kind(tmp_path):

@@ -174,7 +174,8 @@ def _read(args) -> int:
 
 
 def _eval(args) -> int:
-    from pi_table.vision.evaluate import evaluate, evaluate_close_ups, evaluate_crops, evaluate_cut_crops, format_report
+    from pi_table.vision.evaluate import (check_close_up_frame, check_cut_margin, evaluate, evaluate_close_ups,
+                                          evaluate_crops, evaluate_cut_crops, format_report, misses_folder)
 
     kinds = parse_kinds(args.kinds)
     folder = Path(args.folder)
@@ -201,13 +202,11 @@ def _eval(args) -> int:
                          f"close-ups with --close-ups); it does not go with {modes[0]}")
     if args.border is not None and not 1 <= args.border <= 4:
         raise ValueError(f"--border must be 1..4, got {args.border}")
-    if args.cut_crops is not None and not 0.5 <= args.cut_crops <= 4:  # before --misses makes its folder
-        raise ValueError(f"--cut-crops margin must be 0.5..4, got {args.cut_crops}")
-    if args.close_ups is not None and not 1.2 <= args.close_ups <= 10:
-        raise ValueError(f"--close-ups frame must be 1.2..10, got {args.close_ups}")
+    if args.cut_crops is not None:  # before --misses makes its folder
+        check_cut_margin(args.cut_crops)
+    if args.close_ups is not None:
+        check_close_up_frame(args.close_ups)
     if args.misses is not None:
-        from pi_table.vision.evaluate import misses_folder
-
         misses_folder(Path(args.misses))  # a folder it cannot write is refused before the slow part
     misses = [] if args.misses is not None else None
     fixes = None

@@ -346,17 +346,42 @@ def _misses(reader: DiceReader, labelled: LabelledImage, dice, matched: dict[int
                             best.confidence if best else 0.0, _status(reader, best) if best else "",
                             tuple(truth.box), tuple(best.box) if best else None, overlap))
             continue
-        die = dice[matched[j]]
-        status = _status(reader, die)
-        if status != "ok" or die.kind != truth.kind or die.face != truth.face:
-            out.append(Miss(name, folder, "wrong" if status == "ok" else "unreadable", truth.kind, truth.face,
-                            die.face, die.confidence, status, tuple(truth.box), tuple(die.box), iou(die.box, truth.box)))
+        miss = _die_miss(reader, name, folder, truth.kind, truth.face, truth.box, dice[matched[j]])
+        if miss is not None:
+            out.append(miss)
     read = set(matched.values())
-    for i, die in enumerate(dice):
-        if i not in read:
-            out.append(Miss(name, folder, "false", die.kind, "", die.face, die.confidence, _status(reader, die), None,
-                            tuple(die.box), 0.0))
+    out += [_false_miss(reader, name, folder, die) for i, die in enumerate(dice) if i not in read]
     return out
+
+
+def _die_miss(reader: DiceReader, image: str, folder: str, kind: str, face: str, truth_box, die) -> Miss | None:
+    """The :class:`Miss` of a labelled die (``kind``, ``face``, ``truth_box``) of the picture ``image``
+    that ``die`` was matched to (None: no die found), or None when it was read right."""
+    if die is None:
+        return Miss(image, folder, "missed", kind, face, "", 0.0, "", tuple(truth_box), None, 0.0)
+    status = _status(reader, die)
+    if status == "ok" and (die.kind, die.face) == (kind, face):
+        return None
+    return Miss(image, folder, "wrong" if status == "ok" else "unreadable", kind, face, die.face, die.confidence,
+                status, tuple(truth_box), tuple(die.box), iou(die.box, truth_box))
+
+
+def _false_miss(reader: DiceReader, image: str, folder: str, die) -> Miss:
+    """The :class:`Miss` of a detection in the picture ``image`` that matches no labelled die."""
+    return Miss(image, folder, "false", die.kind, "", die.face, die.confidence, _status(reader, die), None,
+                tuple(die.box), 0.0)
+
+
+def _keep_picture(path: Path, picture: np.ndarray, found: list[Miss], misses: list) -> None:
+    """Write ``picture`` (HxWx3 uint8 BGR) to ``path`` (PNG) and add ``found`` to ``misses`` when
+    ``found`` holds a miss; a picture read right is not written."""
+    if not found:
+        return
+    import cv2
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cv2.imwrite(str(path), picture)
+    misses.extend(found)
 
 
 def _status(reader: DiceReader, die) -> str:
@@ -464,6 +489,18 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
     return result
 
 
+def check_cut_margin(margin: float) -> None:
+    """ValueError naming ``margin`` unless it is a ``--cut-crops`` margin (0.5..4 times the box)."""
+    if not 0.5 <= margin <= 4:
+        raise ValueError(f"--cut-crops margin must be 0.5..4, got {margin}")
+
+
+def check_close_up_frame(frame: float) -> None:
+    """ValueError naming ``frame`` unless it is a ``--close-ups`` frame (1.2..10 times the box)."""
+    if not 1.2 <= frame <= 10:
+        raise ValueError(f"--close-ups frame must be 1.2..10, got {frame}")
+
+
 def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None, held_out: bool = False,
                        limit: int | None = None, die_boxes: bool = True, fixes=None, misses: list | None = None,
                        misses_dir: Path | None = None) -> dict:
@@ -477,11 +514,8 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
     Returns the same shape as :func:`evaluate`; ValueError if ``margin`` is not in 0.5..4, or if
     ``misses`` comes without ``misses_dir``.
     """
-    if not 0.5 <= margin <= 4:
-        raise ValueError(f"--cut-crops margin must be 0.5..4, got {margin}")
-    if misses is not None and misses_dir is None:
-        raise ValueError("evaluate_cut_crops: misses needs misses_dir, the folder the crops are written to")
-    picture_path = _miss_pictures(misses_dir, "crops")
+    check_cut_margin(margin)
+    picture_path = _miss_pictures(misses, misses_dir, "crops")
 
     def score(image: np.ndarray, name: str, die, folder: str) -> Score:
         x0, y0, x1, y1 = die.box
@@ -498,9 +532,15 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
     return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
 
 
-def _miss_pictures(misses_dir: Path | None, sub: str):
+def _miss_pictures(misses: list | None, misses_dir: Path | None, sub: str):
     """``path(name) -> Path``: where the next picture cut from photo ``name`` that was not read right
-    goes, ``misses_dir/sub/<name's stem>_<n>.png`` (n counts the photo's dice from 1)."""
+    goes, ``misses_dir/sub/<name's stem>_<n>.png`` (n counts the photo's dice from 1).
+
+    Raises:
+        ValueError: a ``misses`` list comes without ``misses_dir``.
+    """
+    if misses is not None and misses_dir is None:
+        raise ValueError(f"misses needs misses_dir, the folder the {sub} are written to")
     seen: Counter = Counter()
 
     def path(name: str) -> Path:
@@ -572,11 +612,8 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
     Returns the same shape as :func:`evaluate`; ValueError if ``frame`` is not in 1.2..10, or if
     ``misses`` comes without ``misses_dir``.
     """
-    if not 1.2 <= frame <= 10:
-        raise ValueError(f"--close-ups frame must be 1.2..10, got {frame}")
-    if misses is not None and misses_dir is None:
-        raise ValueError("evaluate_close_ups: misses needs misses_dir, the folder the close-ups are written to")
-    picture_path = _miss_pictures(misses_dir, "close-ups")
+    check_close_up_frame(frame)
+    picture_path = _miss_pictures(misses, misses_dir, "close-ups")
 
     def score(image: np.ndarray, name: str, die, folder: str) -> Score:
         picture, box = close_up(image, die.box, frame)
@@ -593,32 +630,14 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
         false = [d for d in reading.dice if d is not match and inside_share(d.box, box) > 0.5]
         counts.detections += len(false)
         counts.false_dice += len(false)
-        path = picture_path(name) if misses is not None else None  # numbered by the photo's dice, as crops are
-        if path is not None and (not counts.right or false):
-            _close_up_misses(reader, picture, path, folder, die, box, match, false, misses)
+        if misses is not None:
+            path = picture_path(name)  # numbered by the photo's dice, as crops are
+            miss = _die_miss(reader, str(path), folder, die.kind, die.face, box, match)
+            found = ([miss] if miss else []) + [_false_miss(reader, str(path), folder, d) for d in false]
+            _keep_picture(path, picture, found, misses)
         return _one_die(die.kind, counts)
 
     return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
-
-
-def _close_up_misses(reader: DiceReader, picture: np.ndarray, path: Path, folder: str, die, box, match, false,
-                     misses: list) -> None:
-    """Write a close-up (``picture``, HxWx3 uint8 BGR) to ``path`` and append to ``misses`` a
-    :class:`Miss` for its labelled ``die`` (box ``box`` in the close-up) unless ``match`` read it
-    right, and one for each of its ``false`` dice."""
-    import cv2
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    cv2.imwrite(str(path), picture)
-    status = _status(reader, match) if match is not None else ""
-    if match is None:
-        misses.append(Miss(str(path), folder, "missed", die.kind, die.face, "", 0.0, "", tuple(box), None, 0.0))
-    elif status != "ok" or (match.kind, match.face) != (die.kind, die.face):
-        misses.append(Miss(str(path), folder, "wrong" if status == "ok" else "unreadable", die.kind, die.face,
-                           match.face, match.confidence, status, tuple(box), tuple(match.box), iou(match.box, box)))
-    for d in false:
-        misses.append(Miss(str(path), folder, "false", d.kind, "", d.face, d.confidence, _status(reader, d), None,
-                           tuple(d.box), 0.0))
 
 
 def _one_die_counts(ms: float, material: str | None) -> Score:
@@ -640,18 +659,9 @@ def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face
     die's box in the crop) a crop not read right is written there and recorded as a :class:`Miss`."""
     reading = reader.read_crop(crop, name=name, kinds=kinds, threshold=0.0)
     if misses is not None:
-        die = reading.dice[0] if reading.dice else None
-        status = _status(reader, die) if die is not None else ""
-        if die is None or status != "ok" or (die.kind, die.face) != (kind, face):
-            import cv2
-
-            path, folder, truth_box = miss_as
-            path.parent.mkdir(parents=True, exist_ok=True)
-            cv2.imwrite(str(path), crop)
-            what = "missed" if die is None else "wrong" if status == "ok" else "unreadable"
-            misses.append(Miss(str(path), folder, what, kind, face, die.face if die else "", die.confidence if die else 0.0,
-                               status, tuple(truth_box), tuple(die.box) if die else None,
-                               iou(die.box, truth_box) if die else 0.0))
+        path, folder, truth_box = miss_as
+        miss = _die_miss(reader, str(path), folder, kind, face, truth_box, reading.dice[0] if reading.dice else None)
+        _keep_picture(path, crop, [miss] if miss else [], misses)
     counts = _one_die_counts(reading.ms, material)
     if not reading.dice:
         counts.confusion[(f"{kind}:{face}", "-")] += 1
