@@ -977,3 +977,94 @@ def test_cocked_calibration_keeps_the_training_log_and_survives_a_broken_one(tmp
     path.unlink()  # no log at all: this run's values, as before
     assert with_training_log(entry, trained, run, path) == entry and capsys.readouterr().out == ""
 
+
+
+def test_warm_start_gives_back_the_exported_numeral_model(tmp_path):
+    """``nets.warm_start`` unfolds an exported model's batch norms: a fresh net started from the
+    float file reads its crops as the net that wrote it did, in eval mode; from the int8 file it
+    keeps the top class of nearly every crop; a net of another width is refused, naming the layer."""
+    torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
+    pytest.importorskip("onnxruntime")
+    from pi_table.train.nets import NumeralNet, export_classifier, export_int8, warm_start
+
+    torch.manual_seed(0)
+    source = NumeralNet(28, channels=(8, 16, 24, 32))
+    with torch.no_grad():  # batch norms that are not the identity, as a trained net's are not
+        for m in source.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    source.eval()
+    rng = np.random.default_rng(0)
+    crops = torch.from_numpy(rng.random((64, 3, 48, 48), dtype=np.float32))
+    with torch.no_grad():
+        want = source(crops).numpy()
+    export_classifier(source, tmp_path / "float.onnx", 48)
+    export_int8(source, tmp_path / "int8.onnx", 48, [crops[i : i + 16].numpy() for i in range(0, 64, 16)])
+
+    for name, close in (("float.onnx", True), ("int8.onnx", False)):
+        torch.manual_seed(1)
+        net = NumeralNet(28, channels=(8, 16, 24, 32))
+        warm_start(net, tmp_path / name, crops)
+        assert net.training  # left in the mode it came in
+        net.eval()
+        with torch.no_grad():
+            got = net(crops).numpy()
+        if close:
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+        else:
+            assert np.mean(got.argmax(axis=1) == want.argmax(axis=1)) >= 0.9
+        # the net's own batch statistics on the same crops (training mode, dropout aside) agree too
+        net.train()
+        net.drop.p = 0.0
+        with torch.no_grad():
+            assert np.mean(net(crops).numpy().argmax(axis=1) == got.argmax(axis=1)) >= 0.9
+
+    with pytest.raises(ValueError, match=r"layer 0 has weights \(8, 6, 3, 3\), the net \(12, 6, 3, 3\)"):
+        warm_start(NumeralNet(28, channels=(12, 16, 24, 32)), tmp_path / "float.onnx", crops)
+
+
+def test_numerals_training_goes_on_from_a_model_with_init(tmp_path):
+    """``--init MODEL`` starts the net from a numeral model and logs its md5; a missing file or a
+    model of other classes is refused in one line, exit status 2, before training."""
+    import hashlib
+    import shutil
+    import subprocess
+    import sys
+
+    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
+    pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
+    from tests.conftest import REPO
+
+    renders = tmp_path / "r"
+    render = [sys.executable, "-m", "pi_table.train.render", "--out", str(renders), "--n", "4", "--seed", "1",
+              "--kinds", "d8,d10,d10-tens", "--size", "256", "--backgrounds", ""]
+    assert subprocess.run(render, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+
+    def train(name, *extra):
+        cmd = [sys.executable, "-m", "pi_table.train.numerals", "--renders", str(renders), "--out", str(tmp_path / name),
+               "--smoke", *extra]
+        return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+    first = train("first")
+    assert first.returncode == 0, first.stderr[-2000:]
+    model = tmp_path / "first" / "numerals.onnx"
+    again = train("again", "--init", str(model))
+    assert again.returncode == 0, again.stderr[-2000:]
+    log = json.loads((tmp_path / "again" / "numerals-log.json").read_text())
+    assert log["init"] == {"file": str(model), "md5": hashlib.md5(model.read_bytes()).hexdigest()}
+    assert json.loads((tmp_path / "first" / "numerals-log.json").read_text())["init"] is None
+
+    missing = train("missing", "--init", str(tmp_path / "nope.onnx"))
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.stderr.strip() == f"error: --init: {tmp_path / 'nope.onnx'} is not a file"
+    other = tmp_path / "other"
+    other.mkdir()
+    shutil.copy(model, other / "numerals.onnx")
+    (other / "numerals.json").write_text(json.dumps({"classes": ["d8:1", "d8:2"]}))
+    refused = train("refused", "--init", str(other / "numerals.onnx"))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines()[-1].startswith(f"error: --init: {other / 'numerals.onnx'} reads 2 classes")
+    assert not (tmp_path / "refused" / "numerals.onnx").exists()

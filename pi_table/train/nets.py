@@ -5,6 +5,7 @@ Shapes and outputs are those :mod:`pi_table.vision.reader` expects.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -323,3 +324,105 @@ def is_quantized(path: Path) -> bool:
     import onnx
 
     return any(node.op_type == "DequantizeLinear" for node in onnx.load(str(path)).graph.node)
+
+
+def onnx_weights(path: Path) -> list[tuple[np.ndarray, np.ndarray | None]]:
+    """The float32 weights and biases of every ``Conv`` and ``Gemm`` of the ONNX model at ``path``,
+    in graph order: int8 (QDQ) weights and int32 biases dequantized, ``(q - zero point) * scale``
+    along each ``DequantizeLinear``'s axis. A first convolution padded by :func:`pad_first_conv`
+    keeps its zero input channels (the caller trims them).
+
+    Returns:
+        ``[(weight, bias or None), ...]``: OxIxKxK for a convolution, OxI for a ``Gemm`` (its
+        ``transB`` 1, as :func:`export_classifier` writes a Linear layer).
+
+    Raises:
+        ValueError: naming the node, when a weight is neither an initializer nor a dequantized one.
+    """
+    import onnx
+    from onnx import numpy_helper
+
+    graph = onnx.load(str(path)).graph
+    init = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
+    made_by = {out: n for n in graph.node for out in n.output}
+
+    def value(name: str, node) -> np.ndarray:
+        if name in init:
+            return init[name].astype(np.float32)
+        dq = made_by.get(name)
+        if dq is None or dq.op_type != "DequantizeLinear" or dq.input[0] not in init:
+            raise ValueError(f"{path}: {node.name}'s input {name} is not a stored weight")
+        q = init[dq.input[0]].astype(np.float32)
+        scale = init[dq.input[1]].astype(np.float32)
+        zero = init[dq.input[2]].astype(np.float32) if len(dq.input) > 2 else np.zeros_like(scale)
+        axis = next((a.i for a in dq.attribute if a.name == "axis"), 1)
+        if scale.ndim:  # per channel along axis
+            shape = [1] * q.ndim
+            shape[axis] = -1
+            scale, zero = scale.reshape(shape), zero.reshape(shape)
+        return (q - zero) * scale
+
+    return [(value(n.input[1], n), value(n.input[2], n) if len(n.input) > 2 else None)
+            for n in graph.node if n.op_type in ("Conv", "Gemm")]
+
+
+def warm_start(net: NumeralNet, path: Path, crops: torch.Tensor) -> None:
+    """Start ``net`` from the ONNX numeral model at ``path`` (:func:`export_classifier`'s or
+    :func:`quantize_int8`'s export of a net of the same shape), in place, so that training goes on
+    from it (a warm restart, Loshchilov and Hutter 2017, "SGDR").
+
+    The export folded each batch norm into its convolution (weight W, bias b). Here each
+    convolution keeps W, scaled to the standard deviation a fresh layer starts with (batch norm
+    makes the net blind to that scale), and its batch norm is set from the statistics of the
+    convolution's outputs over ``crops``: mean m and standard deviation s per channel, so that
+    gamma = s, beta = m + b and the running statistics give back W x + b. With ``crops`` the
+    training's own, the net in training and in eval mode reads as the exported model did (before
+    its int8 rounding).
+
+    Args:
+        net: a :class:`NumeralNet` whose convolutions and classes match the file's.
+        path: the ONNX model.
+        crops: Bx3xSxS float32 RGB 0..1 training crops for the statistics (a few hundred).
+
+    Raises:
+        ValueError: when the file's layers do not match the net's, naming the first that differs.
+    """
+    weights = onnx_weights(path)
+    convs = [m for m in net.modules() if isinstance(m, nn.Conv2d)]
+    norms = [m for m in net.modules() if isinstance(m, nn.BatchNorm2d)]
+    if len(weights) != len(convs) + 1 or len(norms) != len(convs):
+        raise ValueError(f"{path}: {len(weights)} weighted layers, the net has {len(convs)} convolutions and a fc")
+    for i, (conv, (w, _)) in enumerate(zip(convs, weights)):
+        w = w[:, : conv.in_channels]  # a padded first convolution's zero channels
+        if tuple(w.shape) != tuple(conv.weight.shape):
+            raise ValueError(f"{path}: layer {i} has weights {tuple(w.shape)}, the net {tuple(conv.weight.shape)}")
+    fc_w, fc_b = weights[-1]
+    if tuple(fc_w.shape) != tuple(net.fc.weight.shape):
+        raise ValueError(f"{path}: fc has weights {tuple(fc_w.shape)}, the net {tuple(net.fc.weight.shape)}")
+    was_training = net.training
+    outputs: dict = {}
+    hooks = [conv.register_forward_hook(lambda m, _, out: outputs.__setitem__(m, out.detach())) for conv in convs]
+    with torch.no_grad():
+        net.fc.weight.copy_(torch.from_numpy(fc_w))
+        net.fc.bias.copy_(torch.from_numpy(fc_b))
+        for conv, norm, (w, b) in zip(convs, norms, weights):
+            w = torch.from_numpy(np.ascontiguousarray(w[:, : conv.in_channels]))
+            fresh = math.sqrt(2.0 / (conv.in_channels * conv.kernel_size[0] * conv.kernel_size[1]))  # He et al. 2015
+            c = fresh / float(w.std())
+            conv.weight.copy_(c * w)
+            # for now (eval mode, running mean 0 and variance 1, gamma 1 / c, beta b) the layer gives W x + b
+            norm.reset_running_stats()
+            norm.running_var.fill_(1.0 - norm.eps)
+            norm.weight.fill_(1.0 / c)
+            norm.bias.copy_(torch.from_numpy(b))
+            net.eval()
+            net(crops)  # every layer before this one is already the file's, so its inputs are right
+            z = outputs[conv]  # c W x
+            mean, std = z.mean(dim=(0, 2, 3)), z.std(dim=(0, 2, 3)).clamp_min(1e-6)
+            norm.running_mean.copy_(mean)
+            norm.running_var.copy_(std**2 - norm.eps)
+            norm.weight.copy_(std / c)
+            norm.bias.copy_(mean / c + torch.from_numpy(b))
+    for hook in hooks:
+        hook.remove()
+    net.train(was_training)

@@ -84,6 +84,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--channels-last", action="store_true",
                    help="train with the crops and weights in channels-last memory order: about a quarter less time a "
                         "step on this 2-core CPU (0.96 -> 0.69 s), the same net and recipe, not the same bits as without")
+    p.add_argument("--init", type=Path, default=None,
+                   help="start from this numeral model (an ONNX file this trainer wrote, int8 or float, e.g. "
+                        "models/numerals.onnx) instead of fresh weights: a warm restart, the one-cycle schedule run "
+                        "again from it (nets.warm_start); its numerals.json beside it must name the same classes")
     p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
     args = p.parse_args(argv)
     text = args.channels
@@ -99,6 +103,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "1 or more"),
                         ("--device", repr(args.device), args.device == "cpu" or args.device.startswith("cuda"),
                          "cpu or cuda[:N]")))
+    if args.init is not None and not args.init.is_file():
+        refuse("--init", f"{args.init} is not a file")
     if args.stop_after is not None and args.checkpoint is None:
         refuse("--stop-after", "needs --checkpoint, the file the run goes on from")
     if args.checkpoint is not None and args.device != "cpu":
@@ -140,7 +146,7 @@ def batch_stream(bank, targets, args):
 
 #: The options that shape the training: a checkpoint resumes only a run made with the same ones.
 RUN_OPTIONS: tuple[str, ...] = ("renders", "seed", "steps", "batch", "lr", "crop_size", "margin", "augment", "channels",
-                                "label_smoothing", "grey_only", "device", "channels_last", "smoke")
+                                "label_smoothing", "grey_only", "device", "channels_last", "smoke", "init")
 
 
 def run_options(args: argparse.Namespace) -> dict:
@@ -178,7 +184,7 @@ def load_checkpoint(path: Path, args: argparse.Namespace) -> dict | None:
     except Exception as e:  # noqa: BLE001 - any unreadable file is the same one-line error
         refuse("--checkpoint", f"{path} is not a numeral training checkpoint ({type(e).__name__})")
     for key, value in run_options(args).items():
-        if made_with.get(key) != value:
+        if made_with.get(key, "None" if key == "init" else None) != value:  # checkpoints from before --init
             refuse("--checkpoint", f"{path} was made with --{key.replace('_', '-')} {made_with.get(key)}, "
                                    f"this run has {value}")
     return state
@@ -259,6 +265,44 @@ def right_per_kind(logits: np.ndarray, targets: np.ndarray, classes: list[str]) 
     return out
 
 
+def md5_of(path: Path) -> str:
+    """The md5 hex digest of the file at ``path``."""
+    import hashlib
+
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def warm_from(net, args: argparse.Namespace, bank, classes: list[str]) -> None:
+    """``--init``: start ``net`` from the model ``args.init`` (:func:`pi_table.train.nets.warm_start`),
+    its batch norms set from 512 training crops cut and augmented as training cuts them (their own
+    generator, seeded ``(seed, 1)``, so the training's stream is the same as without ``--init``).
+
+    Raises:
+        SystemExit: status 2, one line naming the file, when its ``numerals.json`` names other
+            classes than the renders' or its layers do not fit the net (``--channels``).
+    """
+    import torch
+
+    from pi_table.train import data as D
+    from pi_table.train.__main__ import log
+    from pi_table.train.nets import warm_start
+
+    beside = args.init.with_name("numerals.json")
+    if beside.is_file():
+        theirs = json.loads(beside.read_text()).get("classes")
+        if theirs != classes:
+            refuse("--init", f"{args.init} reads {len(theirs or [])} classes ({beside}), these renders have "
+                             f"{len(classes)}")
+    rng = np.random.default_rng([args.seed, 1])
+    crops = [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment)
+             for i in rng.integers(0, len(bank), 512)]
+    try:
+        warm_start(net, args.init, torch.from_numpy(D.chw_batch(crops)))
+    except ValueError as e:
+        refuse("--init", str(e))
+    log(f"numerals: started from {args.init} (md5 {md5_of(args.init)})")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
@@ -301,7 +345,11 @@ def main(argv=None) -> int:
     def batch_of(crops) -> torch.Tensor:
         return torch.from_numpy(D.chw_batch(crops))
 
-    net = NumeralNet(len(classes), channels=args.channels, colour=not args.grey_only).to(args.device)
+    net = NumeralNet(len(classes), channels=args.channels, colour=not args.grey_only)
+    resumed = load_checkpoint(args.checkpoint, args) if args.checkpoint else None
+    if args.init is not None and not resumed:
+        warm_from(net, args, bank, classes)
+    net = net.to(args.device)
     layout = torch.channels_last if args.channels_last else torch.contiguous_format
     net = net.to(memory_format=layout)
     opt = torch.optim.AdamW(net.parameters(), lr=args.lr, weight_decay=5e-4)
@@ -309,7 +357,6 @@ def main(argv=None) -> int:
     net.train()
     # before: seconds spent by earlier slices of a checkpointed run; resumed_at: the steps it went on from
     losses, first, before, resumed_at = [], 0, 0.0, []
-    resumed = load_checkpoint(args.checkpoint, args) if args.checkpoint else None
     if resumed:
         net.load_state_dict(resumed["net"])
         opt.load_state_dict(resumed["opt"])
@@ -393,6 +440,8 @@ def main(argv=None) -> int:
                  "dice": len(bank), "renders": [str(r) for r in args.renders],
                  # the steps a --checkpoint run went on from (OpenCV's noise generator restarts there)
                  "resumed_at": resumed_at,
+                 # --init: the model this run went on from, and its md5
+                 "init": None if args.init is None else {"file": str(args.init), "md5": md5_of(args.init)},
                  "seconds": round(time.time() - started, 1), "args": {k: str(v) for k, v in vars(args).items()}}
     (args.out / "numerals-log.json").write_text(json.dumps(log_entry, indent=1) + "\n")
     log(f"numerals done in {time.time() - started:.0f} s; {path}")
