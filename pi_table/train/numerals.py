@@ -22,6 +22,11 @@ state every ``--checkpoint-every`` steps, ``--stop-after N`` stops after step N,
 run again goes on from FILE. Every random stream is saved but OpenCV's (the camera noise of
 ``data.photometric``), which restarts with each process: slices stopped at the same steps
 (``numerals-log.json``'s ``resumed_at``) give the same model.
+
+``--init MODEL`` starts from a numeral model this trainer wrote (e.g. the shipped one) instead of fresh
+weights and runs the one-cycle schedule again from it (a warm restart, Loshchilov and Hutter 2017):
+more training without the first run's hours. :func:`pi_table.train.nets.warm_start` unfolds the
+batch norms the export folded away; the log names the model and its md5.
 """
 
 from __future__ import annotations
