@@ -1068,3 +1068,8 @@ def test_numerals_training_goes_on_from_a_model_with_init(tmp_path):
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert refused.stderr.strip().splitlines()[-1].startswith(f"error: --init: {other / 'numerals.onnx'} reads 2 classes")
     assert not (tmp_path / "refused" / "numerals.onnx").exists()
+    (other / "numerals.json").unlink()
+    (other / "numerals.onnx").write_text("not a model")
+    garbled = train("garbled", "--init", str(other / "numerals.onnx"))
+    assert garbled.returncode == 2 and "Traceback" not in garbled.stderr
+    assert garbled.stderr.strip().splitlines()[-1].startswith(f"error: --init: {other / 'numerals.onnx'} is not an ONNX model")

@@ -337,12 +337,16 @@ def onnx_weights(path: Path) -> list[tuple[np.ndarray, np.ndarray | None]]:
         ``transB`` 1, as :func:`export_classifier` writes a Linear layer).
 
     Raises:
-        ValueError: naming the node, when a weight is neither an initializer nor a dequantized one.
+        ValueError: when the file is not an ONNX model, or naming the node, when a weight is neither an
+            initializer nor a dequantized one.
     """
     import onnx
     from onnx import numpy_helper
 
-    graph = onnx.load(str(path)).graph
+    try:
+        graph = onnx.load(str(path)).graph
+    except Exception as e:  # noqa: BLE001 - protobuf's decode errors and the like: one message
+        raise ValueError(f"{path} is not an ONNX model ({type(e).__name__})") from e
     init = {i.name: numpy_helper.to_array(i) for i in graph.initializer}
     made_by = {out: n for n in graph.node for out in n.output}
 
