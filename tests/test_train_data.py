@@ -254,8 +254,9 @@ def test_folder_names_cover_subfolders_and_reject_unknown_ones(capsys):
     assert "'typo'" in err and "--paste-from" in err and len(err.splitlines()) == 1
 
 
-def test_numerals_training_needs_numbered_dice(tmp_path):
-    """Renders without any d8/d10 give a one-line error and exit status 2, not a model."""
+def small_renders(out, n: int = 4, seed: int = 1, kinds: str = "d8,d10,d10-tens") -> None:
+    """Render ``n`` 256-pixel scenes of ``kinds`` into ``out`` (synthetic backgrounds) for a training
+    test; skips without the train extra (Pillow, PyTorch)."""
     import subprocess
     import sys
 
@@ -263,10 +264,20 @@ def test_numerals_training_needs_numbered_dice(tmp_path):
     pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
     from tests.conftest import REPO
 
-    out = tmp_path / "d6"
-    render = [sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--n", "2", "--seed", "1",
-              "--kinds", "d6", "--size", "256", "--backgrounds", ""]
+    render = [sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--n", str(n), "--seed", str(seed),
+              "--kinds", kinds, "--size", "256", "--backgrounds", ""]
     assert subprocess.run(render, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+
+
+def test_numerals_training_needs_numbered_dice(tmp_path):
+    """Renders without any d8/d10 give a one-line error and exit status 2, not a model."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    out = tmp_path / "d6"
+    small_renders(out, n=2, kinds="d6")
     r = subprocess.run([sys.executable, "-m", "pi_table.train.numerals", "--renders", str(out), "--out", str(tmp_path / "m")],
                        cwd=REPO, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "no d8, d10, d10-tens dice" in r.stderr and "Traceback" not in r.stderr
@@ -279,15 +290,11 @@ def test_numerals_training_with_loader_workers_scores_each_folder(tmp_path):
     import subprocess
     import sys
 
-    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
-    pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
     from tests.conftest import REPO
 
     folders = [tmp_path / "a", tmp_path / "b"]
     for seed, out in enumerate(folders):
-        render = [sys.executable, "-m", "pi_table.train.render", "--out", str(out), "--n", "4", "--seed", str(seed),
-                  "--kinds", "d8,d10,d10-tens", "--size", "256", "--backgrounds", ""]
-        assert subprocess.run(render, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+        small_renders(out, seed=seed)
     args = [sys.executable, "-m", "pi_table.train.numerals", "--out", str(tmp_path / "m"), "--smoke", "--workers", "2"]
     for out in folders:
         args += ["--renders", str(out), "--valid", str(out)]
@@ -833,14 +840,11 @@ def test_numeral_training_in_slices_goes_on_from_its_checkpoint(tmp_path):
     import subprocess
     import sys
 
-    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
     torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
     from tests.conftest import REPO
 
     renders = tmp_path / "r"
-    render = [sys.executable, "-m", "pi_table.train.render", "--out", str(renders), "--n", "4", "--seed", "1",
-              "--kinds", "d8,d10,d10-tens", "--size", "256", "--backgrounds", ""]
-    assert subprocess.run(render, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+    small_renders(renders)
 
     def train(name, *extra):
         cmd = [sys.executable, "-m", "pi_table.train.numerals", "--renders", str(renders), "--out", str(tmp_path / name),
@@ -1034,14 +1038,10 @@ def test_numerals_training_goes_on_from_a_model_with_init(tmp_path):
     import subprocess
     import sys
 
-    pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
-    pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
     from tests.conftest import REPO
 
     renders = tmp_path / "r"
-    render = [sys.executable, "-m", "pi_table.train.render", "--out", str(renders), "--n", "4", "--seed", "1",
-              "--kinds", "d8,d10,d10-tens", "--size", "256", "--backgrounds", ""]
-    assert subprocess.run(render, cwd=REPO, capture_output=True, text=True, timeout=120).returncode == 0
+    small_renders(renders)
 
     def train(name, *extra):
         cmd = [sys.executable, "-m", "pi_table.train.numerals", "--renders", str(renders), "--out", str(tmp_path / name),
