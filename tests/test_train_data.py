@@ -1073,3 +1073,22 @@ def test_numerals_training_goes_on_from_a_model_with_init(tmp_path):
     garbled = train("garbled", "--init", str(other / "numerals.onnx"))
     assert garbled.returncode == 2 and "Traceback" not in garbled.stderr
     assert garbled.stderr.strip().splitlines()[-1].startswith(f"error: --init: {other / 'numerals.onnx'} is not an ONNX model")
+
+
+def test_oversample_draws_a_kind_more_often_and_refuses_a_bad_value(tmp_path, capsys):
+    """``--oversample d10-tens=2`` draws each tens die twice as often as a d8 or d10; without it the
+    chances are None (the draws training always made); a bad value is one line, exit status 2."""
+    from pi_table.train.numerals import draw_chances, kind_weights, parse_args
+
+    labels = ["d8:1", "d10:0", "d10-tens:00", "d10-tens:90"]
+    chances = draw_chances(labels, kind_weights("d10-tens=2"))
+    np.testing.assert_allclose(chances, [1 / 6, 1 / 6, 2 / 6, 2 / 6])
+    assert draw_chances(labels, kind_weights("")) is None
+    assert kind_weights("d8=1.5, d10=3") == {"d8": 1.5, "d10": 3.0}
+    for bad in ("d6=2", "d10-tens=0", "d10-tens", "d8=x", "d8=nan"):
+        assert kind_weights(bad) is None
+        with pytest.raises(SystemExit) as stop:
+            parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), "--oversample", bad])
+        assert stop.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith("error: --oversample: must be KIND=W") and repr(bad) in err

@@ -93,8 +93,15 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="start from this numeral model (an ONNX file this trainer wrote, int8 or float, e.g. "
                         "models/numerals.onnx) instead of fresh weights: a warm restart, the one-cycle schedule run "
                         "again from it (nets.warm_start); its numerals.json beside it must name the same classes")
+    p.add_argument("--oversample", default="",
+                   help="KIND=W[,KIND=W]: draw the dice of KIND (d8, d10, d10-tens) W times as often as the others "
+                        "(default: every die alike)")
     p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
     args = p.parse_args(argv)
+    args.oversample_weights = kind_weights(args.oversample)
+    if args.oversample_weights is None:
+        refuse("--oversample", f"must be KIND=W[,KIND=W] with KIND one of {', '.join(NUMBERED)} and W above 0, "
+                               f"got {args.oversample!r}")
     text = args.channels
     args.channels = int_list(text)
     refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
@@ -119,6 +126,32 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def kind_weights(text: str) -> dict[str, float] | None:
+    """``--oversample``'s ``"d10-tens=2,d8=1.5"`` -> ``{"d10-tens": 2.0, "d8": 1.5}``; {} for ""; None
+    when a kind is not in :data:`NUMBERED`, a weight is not a number above 0, or an item lacks ``=``."""
+    out = {}
+    for item in filter(None, (t.strip() for t in str(text).split(","))):
+        kind, _, weight = item.partition("=")
+        try:
+            w = float(weight)
+        except ValueError:
+            return None
+        if kind not in NUMBERED or not (w > 0 and math.isfinite(w)):
+            return None
+        out[kind] = w
+    return out
+
+
+def draw_chances(labels: list[str], weights: dict[str, float]) -> np.ndarray | None:
+    """N float64 chances summing to 1 of drawing each of the bank's dice (``labels``, ``KIND:FACE``)
+    under ``--oversample``'s kind ``weights`` (kinds not named weigh 1); None when ``weights`` is
+    empty (every die alike, drawn as training always drew them)."""
+    if not weights:
+        return None
+    w = np.array([weights.get(label.split(":")[0], 1.0) for label in labels], np.float64)
+    return w / w.sum()
+
+
 def augmented_batches(bank, targets, args, rng, steps):
     """One (Bx3xSxS float32 crops, B int64 class indices) torch batch per item of ``steps``: the
     ``bank``'s dice picked by ``rng``, cut and augmented as the model trains on them."""
@@ -126,8 +159,9 @@ def augmented_batches(bank, targets, args, rng, steps):
 
     from pi_table.train import data as D
 
+    chances = draw_chances(bank.labels, getattr(args, "oversample_weights", {}))
     for _ in steps:
-        picks = rng.integers(0, len(bank), args.batch)
+        picks = rng.integers(0, len(bank), args.batch) if chances is None else rng.choice(len(bank), args.batch, p=chances)
         crops = [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment) for i in picks]
         yield torch.from_numpy(D.chw_batch(crops)), torch.from_numpy(targets[picks])
 
@@ -151,7 +185,8 @@ def batch_stream(bank, targets, args):
 
 #: The options that shape the training: a checkpoint resumes only a run made with the same ones.
 RUN_OPTIONS: tuple[str, ...] = ("renders", "seed", "steps", "batch", "lr", "crop_size", "margin", "augment", "channels",
-                                "label_smoothing", "grey_only", "device", "channels_last", "smoke", "init")
+                                "label_smoothing", "grey_only", "device", "channels_last", "smoke", "init",
+                                "oversample")
 
 
 def run_options(args: argparse.Namespace) -> dict:
@@ -189,7 +224,7 @@ def load_checkpoint(path: Path, args: argparse.Namespace) -> dict | None:
     except Exception as e:  # noqa: BLE001 - any unreadable file is the same one-line error
         refuse("--checkpoint", f"{path} is not a numeral training checkpoint ({type(e).__name__})")
     for key, value in run_options(args).items():
-        if made_with.get(key, "None" if key == "init" else None) != value:  # checkpoints from before --init
+        if made_with.get(key, {"init": "None", "oversample": ""}.get(key)) != value:  # checkpoints from before them
             refuse("--checkpoint", f"{path} was made with --{key.replace('_', '-')} {made_with.get(key)}, "
                                    f"this run has {value}")
     return state
@@ -346,6 +381,11 @@ def main(argv=None) -> int:
     targets = np.array([index[label] for label in bank.labels])
     log(f"numerals: {len(bank)} dice on {len(train)} renders (cut in {time.time() - started:.0f} s), "
         f"calib {len(calib)} renders; {len(classes)} classes")
+    if args.oversample_weights:
+        chances = draw_chances(bank.labels, args.oversample_weights)
+        kinds = np.array([label.split(":")[0] for label in bank.labels])
+        log("numerals: --oversample, share of the draws per kind: "
+            + ", ".join(f"{k} {chances[kinds == k].sum():.1%} (of the dice {np.mean(kinds == k):.1%})" for k in NUMBERED))
 
     def batch_of(crops) -> torch.Tensor:
         return torch.from_numpy(D.chw_batch(crops))
