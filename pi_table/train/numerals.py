@@ -152,6 +152,14 @@ def draw_chances(labels: list[str], weights: dict[str, float]) -> np.ndarray | N
     return w / w.sum()
 
 
+def training_crops(bank, picks, rng, args) -> list:
+    """The ``bank``'s dice ``picks`` (indices) cut and augmented as the model trains on them:
+    SxSx3 crops (``args.crop_size``), drawn with ``rng``."""
+    from pi_table.train import data as D
+
+    return [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment) for i in picks]
+
+
 def augmented_batches(bank, targets, args, rng, steps):
     """One (Bx3xSxS float32 crops, B int64 class indices) torch batch per item of ``steps``: the
     ``bank``'s dice picked by ``rng``, cut and augmented as the model trains on them."""
@@ -159,11 +167,10 @@ def augmented_batches(bank, targets, args, rng, steps):
 
     from pi_table.train import data as D
 
-    chances = draw_chances(bank.labels, getattr(args, "oversample_weights", {}))
+    chances = draw_chances(bank.labels, args.oversample_weights)
     for _ in steps:
         picks = rng.integers(0, len(bank), args.batch) if chances is None else rng.choice(len(bank), args.batch, p=chances)
-        crops = [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment) for i in picks]
-        yield torch.from_numpy(D.chw_batch(crops)), torch.from_numpy(targets[picks])
+        yield torch.from_numpy(D.chw_batch(training_crops(bank, picks, rng, args))), torch.from_numpy(targets[picks])
 
 
 def batch_stream(bank, targets, args):
@@ -187,6 +194,8 @@ def batch_stream(bank, targets, args):
 RUN_OPTIONS: tuple[str, ...] = ("renders", "seed", "steps", "batch", "lr", "crop_size", "margin", "augment", "channels",
                                 "label_smoothing", "grey_only", "device", "channels_last", "smoke", "init",
                                 "oversample")
+#: The value a checkpoint made before an option of :data:`RUN_OPTIONS` existed is taken to have had.
+OPTIONS_BEFORE: dict[str, str] = {"init": "None", "oversample": ""}
 
 
 def run_options(args: argparse.Namespace) -> dict:
@@ -224,7 +233,7 @@ def load_checkpoint(path: Path, args: argparse.Namespace) -> dict | None:
     except Exception as e:  # noqa: BLE001 - any unreadable file is the same one-line error
         refuse("--checkpoint", f"{path} is not a numeral training checkpoint ({type(e).__name__})")
     for key, value in run_options(args).items():
-        if made_with.get(key, {"init": "None", "oversample": ""}.get(key)) != value:  # checkpoints from before them
+        if made_with.get(key, OPTIONS_BEFORE.get(key)) != value:
             refuse("--checkpoint", f"{path} was made with --{key.replace('_', '-')} {made_with.get(key)}, "
                                    f"this run has {value}")
     return state
@@ -334,8 +343,7 @@ def warm_from(net, args: argparse.Namespace, bank, classes: list[str]) -> None:
             refuse("--init", f"{args.init} reads {len(theirs or [])} classes ({beside}), these renders have "
                              f"{len(classes)}")
     rng = np.random.default_rng([args.seed, 1])
-    crops = [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment)
-             for i in rng.integers(0, len(bank), 512)]
+    crops = training_crops(bank, rng.integers(0, len(bank), 512), rng, args)
     try:
         warm_start(net, args.init, torch.from_numpy(D.chw_batch(crops)))
     except ValueError as e:
