@@ -17,7 +17,7 @@ from pi_table.train.render.backgrounds import SURFACES, real_photos, surfaces_fo
 from pi_table.train.render.geometry import axis_angle, hull_points, rest_pose, solid, up_face  # noqa: E402
 from pi_table.train.render.scene import make_scene  # noqa: E402
 from pi_table.train.render.textures import (  # noqa: E402
-    PALETTES, _family, all_fonts, font_set, fonts_for, numeral_mask, palettes_for,
+    DARK_GREY, PALETTES, _family, all_fonts, dark_palettes_for, font_set, fonts_for, grey_of, numeral_mask, palettes_for,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -175,6 +175,25 @@ def test_valid_split_uses_held_out_fonts_and_palettes():
         for d in make_scene(5, "valid", i, ("d8", "d10"), 256, None).meta["dice"]:
             assert d["font"] in valid_fonts
             assert d["material"].split("/")[0] in valid_pals
+
+
+def test_dark_scenes_put_dark_dice_on_dark_ground():
+    """make_scene(dark=True) (render --dark): every die a dark-bodied palette of its split, on a
+    dark plate, and the meta says so; the same scene without it is the ordinary one, unchanged."""
+    import cv2
+
+    for split in ("train", "valid"):
+        dark_names = {p[0] for p in dark_palettes_for(split)}
+        assert dark_names and all(grey_of(p[1]) < DARK_GREY for p in dark_palettes_for(split))
+        assert dark_names < {p[0] for p in palettes_for(split)}
+        for i in range(3):
+            scene = make_scene(11, split, i, KINDS, 192, None, dark=True)
+            assert scene.meta["dark"] is True and scene.meta["dice"]
+            assert {d["material"].split("/")[0] for d in scene.meta["dice"]} <= dark_names
+            assert float(np.median(cv2.cvtColor(scene.image, cv2.COLOR_RGB2GRAY))) < DARK_GREY
+            plain = make_scene(11, split, i, KINDS, 192, None)
+            assert "dark" not in plain.meta
+            assert np.array_equal(plain.image, make_scene(11, split, i, KINDS, 192, None, dark=False).image)
 
 
 def test_real_background_split_disjoint():

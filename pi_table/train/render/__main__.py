@@ -69,7 +69,7 @@ def _one(index: int) -> int:
 
     j = _JOB
     scene = make_scene(j["seed"], j["split"], index, j["kinds"], j["size"], j["backgrounds"], die_px=j["die_px"],
-                       max_dice=j["max_dice"])
+                       max_dice=j["max_dice"], dark=j["dark"])
     write_scene(scene, Path(j["out"]), scene_name(j["split"], j["seed"], index))
     return len(scene.labels)
 
@@ -90,6 +90,9 @@ def generate(argv: list[str]) -> int:
                     help="LO,HI: dice this many pixels across at --size (default 28,70 scaled with --size); e.g. "
                          "90,220 with --max-dice 3 for close-ups, a phone held over a few dice")
     ap.add_argument("--max-dice", type=_max_dice, default=12, help="at most this many dice a scene (1..12)")
+    ap.add_argument("--dark", action="store_true",
+                    help="dark dice on dark ground: every die a dark-bodied palette of the split, every background a "
+                         "dark plate (the detector's weak case; models/detector.md)")
     ap.add_argument("--calib-only", action="store_true",
                     help="render only the scenes training keeps for calibration (one in 20 by the name, "
                          "pi_table.vision.dataset.is_calib_render): what --calibrate-only reads of a set, the same "
@@ -99,7 +102,7 @@ def generate(argv: list[str]) -> int:
     if a.backgrounds and bg is None:
         print(f"note: {a.backgrounds} not found: synthetic backgrounds only", file=sys.stderr)
     job = dict(seed=a.seed, split=a.split, kinds=a.kinds, size=a.size, backgrounds=bg, out=str(a.out),
-               die_px=a.die_px, max_dice=a.max_dice)
+               die_px=a.die_px, max_dice=a.max_dice, dark=a.dark)
     a.out.mkdir(parents=True, exist_ok=True)
     from pi_table.train.render import CLASSES
 

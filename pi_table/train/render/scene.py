@@ -17,7 +17,7 @@ from . import class_id
 from .backgrounds import background
 from .geometry import Solid, hull_points, rest_pose, solid, up_face
 from .raster import Camera, Light, Material, Patch, composite, render_die, to_linear
-from .textures import TEX, fonts_for, numeral_mask, palettes_for, pip_mask
+from .textures import DARK_GREY, TEX, dark_palettes_for, fonts_for, numeral_mask, palettes_for, pip_mask
 
 SPLIT_CODE = {"train": 0, "valid": 1}
 SIZE_RANGE = (28.0, 70.0)  # die outline across, px at 640 (scaled with --size)
@@ -37,8 +37,8 @@ def _pick(rng: np.random.Generator, options, weights) -> object:
     return options[int(rng.choice(len(options), p=w / w.sum()))]
 
 
-def _material(rng: np.random.Generator, split: str) -> tuple[Material, str]:
-    pals = palettes_for(split)
+def _material(rng: np.random.Generator, split: str, dark: bool = False) -> tuple[Material, str]:
+    pals = dark_palettes_for(split) if dark else palettes_for(split)
     name, body, ink, body2 = pals[int(rng.integers(len(pals)))]
     kind = _pick(rng, ("opaque", "translucent", "marbled", "metallic"), (0.45, 0.2, 0.22, 0.13))
     jitter = lambda c: np.clip(to_linear(c) * (1 + rng.normal(0, 0.08, 3)) * rng.uniform(0.85, 1.15), 0, 1).astype(np.float32)
@@ -118,17 +118,33 @@ def _overlaps(a: np.ndarray, others: list[np.ndarray]) -> bool:
 
 def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6", "d8", "d10", "d10-tens"),
                size: int = 640, bg_root: str | None = None, die_px: tuple[float, float] | None = None,
-               max_dice: int = 12) -> Scene:
+               max_dice: int = 12, dark: bool = False) -> Scene:
     """Render scene ``index`` of (seed, split).  ``die_px`` overrides the die size range (px
-    across at this ``size``) and ``max_dice`` caps the count (used by the compare sheet)."""
+    across at this ``size``) and ``max_dice`` caps the count (used by the compare sheet).
+    ``dark``: dark dice on dark ground, every die's body from the split's dark palettes and the
+    background a plate whose mean grey is under :data:`DARK_GREY` (drawn again until it is; the
+    meta says ``"dark": true``).
+
+    Raises:
+        ValueError: an unknown split, or ``dark`` with no dark palette or no dark background in
+            200 draws for the split."""
     if split not in SPLIT_CODE:
         raise ValueError(f"split must be train or valid, not {split!r}")
+    if dark and not dark_palettes_for(split):
+        raise ValueError(f"no dark palette in the {split} split")
     rng = np.random.default_rng([int(seed), SPLIT_CODE[split], int(index)])
     fonts = fonts_for(split)
     k = size / 640.0
     cam_h = size * rng.uniform(1.4, 4.0)
     cam = Camera(size, size, size / 2 + rng.normal(0, 0.05) * size, size / 2 + rng.normal(0, 0.05) * size, cam_h)
     bg, bg_name = background(rng, size, split, bg_root)
+    for _ in range(200 if dark else 0):
+        if float(cv2.cvtColor(bg, cv2.COLOR_RGB2GRAY).mean()) * 255 < DARK_GREY:
+            break
+        bg, bg_name = background(rng, size, split, bg_root)
+    else:
+        if dark:
+            raise ValueError(f"no dark background (mean grey under {DARK_GREY:g}) in 200 draws for the {split} split")
     img = np.ascontiguousarray(bg, np.float32)  # sRGB 0..1; dice are shaded in linear light
 
     az = rng.uniform(0, 2 * np.pi)
@@ -192,7 +208,7 @@ def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6"
         if placed is None:
             continue
         font = fonts[int(rng.integers(len(fonts)))]
-        mat, mat_name = _material(rng, split)
+        mat, mat_name = _material(rng, split, dark)
         masks, printing = _face_masks(rng, s, font)
         outlines.append(ol)
         dice.append(dict(kind=kind, solid=s, R=R, scale=scale, pos=placed, target=target, face=s.labels[up],
@@ -237,8 +253,8 @@ def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6"
         ct[p.y0 - ry0:p.y0 - ry0 + h, p.x0 - rx0:p.x0 - rx0 + w] = p.cover
         sh = cv2.GaussianBlur(sh, (0, 0), sig)
         ct = cv2.GaussianBlur(ct, (0, 0), max(0.8, 0.08 * d["target"]))
-        dark = strength * (dark_k * sh + 0.35 * np.clip(ct * 1.5, 0, 1))
-        keep = cv2.pow(1 - np.clip(dark, 0, 0.9), 1 / 2.2)  # linear-light darkening, in sRGB
+        shade = strength * (dark_k * sh + 0.35 * np.clip(ct * 1.5, 0, 1))
+        keep = cv2.pow(1 - np.clip(shade, 0, 0.9), 1 / 2.2)  # linear-light darkening, in sRGB
         img[ry0:ry1, rx0:rx1] = cv2.multiply(img[ry0:ry1, rx0:rx1], cv2.merge([keep, keep, keep]))
     for i in order:
         if i in patches:
@@ -265,6 +281,8 @@ def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6"
     q = int(rng.integers(55, 96))
     meta = dict(seed=int(seed), split=split, index=int(index), width=size, height=size, background=bg_name,
                 camera_height_px=round(cam_h, 1), jpeg_quality=q, dice=meta_dice)
+    if dark:
+        meta["dark"] = True
     return Scene(out, labels, meta, q)
 
 

@@ -162,6 +162,23 @@ def palettes_for(split: str) -> tuple[tuple, ...]:
     return of_split(PALETTES, lambda p: p[0], split)
 
 
+#: A body or surface this dark (its grey, 0..255 sRGB, ITU-R BT.601 luma) is "dark" for ``--dark`` scenes.
+DARK_GREY = 60.0
+
+
+def grey_of(rgb) -> float:
+    """The grey (0..255, BT.601 luma) of an sRGB colour (R, G, B) in 0..255."""
+    return 0.299 * float(rgb[0]) + 0.587 * float(rgb[1]) + 0.114 * float(rgb[2])
+
+
+@lru_cache(maxsize=4)
+def dark_palettes_for(split: str) -> tuple[tuple, ...]:
+    """The palettes of a split whose body is dark (:data:`DARK_GREY`): black, navy, maroon dice.
+    Dark dice on dark ground are the detector's weak case (models/detector.md, "Dark dice on dark
+    ground")."""
+    return tuple(p for p in palettes_for(split) if grey_of(p[1]) < DARK_GREY)
+
+
 # ---------------------------------------------------------------------------------------------
 # Ink masks.  A mask is a float32 TEX x TEX array in 0..1, the square texture laid on a face with
 # its centre on the face's numeral centre, rows going down the numeral, columns to its right.
