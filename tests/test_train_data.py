@@ -1030,6 +1030,41 @@ def test_warm_start_gives_back_the_exported_numeral_model(tmp_path):
         warm_start(NumeralNet(28, channels=(12, 16, 24, 32)), tmp_path / "float.onnx", crops)
 
 
+def test_warm_start_gives_back_the_exported_detector(tmp_path):
+    """``nets.warm_start`` on a detector: its batch norms unfolded from the patches' statistics and
+    its lateral and output convolutions (no batch norm) taken as they are, a fresh net reads the
+    patches as the exported one does (heat, box size, offset)."""
+    torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
+    ort = pytest.importorskip("onnxruntime")
+    from pi_table.train.nets import DetectorNet, export_detector, warm_start
+
+    torch.manual_seed(0)
+    source = DetectorNet(width=0.5)
+    with torch.no_grad():
+        for m in source.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+    export_detector(source, tmp_path / "det.onnx", 128)
+    patches = torch.from_numpy(np.random.default_rng(0).random((6, 3, 128, 128), dtype=np.float32))
+    torch.manual_seed(1)
+    net = DetectorNet(width=0.5)
+    warm_start(net, tmp_path / "det.onnx", patches)
+    net.eval()
+    session = ort.InferenceSession(str(tmp_path / "det.onnx"), providers=["CPUExecutionProvider"])
+    with torch.no_grad():
+        heat, size, offset = (t.numpy() for t in net(patches))
+    for i in range(len(patches)):
+        want_heat, want_size_logit, want_offset = session.run(None, {"image": patches[i : i + 1].numpy()})
+        np.testing.assert_allclose(heat[i : i + 1], want_heat, atol=1e-4)
+        np.testing.assert_allclose(offset[i : i + 1], want_offset, atol=1e-4)
+        np.testing.assert_allclose(size[i : i + 1], np.log1p(np.exp(want_size_logit)), rtol=1e-3, atol=1e-3)
+    with pytest.raises(ValueError, match=r"layer 1 has weights \(12, 16, 3, 3\), the net \(48, 16, 3, 3\)"):
+        warm_start(DetectorNet(width=2.0), tmp_path / "det.onnx", patches)
+
+
 def test_numerals_training_goes_on_from_a_model_with_init(tmp_path):
     """``--init MODEL`` starts the net from a numeral model and logs its md5; a missing file or a
     model of other classes is refused in one line, exit status 2, before training."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -683,6 +684,23 @@ def test_training_smoke(tmp_path):
                                                                                   f"error: --cls-from: {line}"]
     result = subprocess.run(reuse[:-1] + [str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and f"--cls-from {renders}: no reader's settings" in result.stderr
+    # --det-init: the detector goes on from a detector model (a fine-tune with --det-lr), logged with its md5
+    start = tmp_path / "cf" / "detector.onnx"
+    tuned = reuse[:-2] + ["--cls-from", str(tmp_path), "--det-init", str(start), "--det-lr", "5e-4"]
+    tuned[tuned.index(str(tmp_path / "cf"))] = str(tmp_path / "ft")
+    result = subprocess.run(tuned, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    logged = json.loads((tmp_path / "ft" / "train-log.json").read_text())
+    assert logged["det_init"] == {"file": str(start), "md5": hashlib.md5(start.read_bytes()).hexdigest()}
+    assert logged["args"]["det_lr"] == "0.0005" and "detector started from" in result.stderr + result.stdout
+    for extra, line in ((["--det-init", str(tmp_path / "none.onnx")], f"error: --det-init: no none.onnx in {tmp_path}"),
+                        (["--det-from", str(tmp_path)], "error: --det-init: trains a detector; --det-from reuses one"),
+                        (["--det-width", "0.5"], f"error: --det-init: {start}: layer 1 has weights (24, 16, 3, 3), "
+                                                 "the net (12, 16, 3, 3)"),
+                        (["--det-lr", "0"], "error: --det-lr must be in (0, 1), got 0.0")):
+        result = subprocess.run(tuned + extra, capture_output=True, text=True, timeout=600, cwd=REPO)
+        assert result.returncode == 2 and result.stderr.strip().splitlines()[-1:] == [line], (extra, result.stderr[-500:])
+        assert "Traceback" not in result.stderr
     result = subprocess.run(again + ["--ensemble", "0"], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and "--ensemble must be 1 or more, got 0" in result.stderr
     result = subprocess.run(again + ["--det-from", str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)

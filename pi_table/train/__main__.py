@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.train import one_cycle, refuse, refuse_bad_options
-from pi_table.train.numerals import NUMBERED, bound_warning, fit_temperature
+from pi_table.train.numerals import NUMBERED, bound_warning, fit_temperature, md5_of
 from pi_table.vision.dataset import boxes_pips, is_calib_render, load_label_fixes, with_die_boxes, with_label_fixes
 
 
@@ -48,6 +48,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--det-steps", type=int, default=6000)
     p.add_argument("--cls-steps", type=int, default=8000)
     p.add_argument("--cls-lr", type=float, default=3e-3, help="classifier's peak learning rate (one-cycle)")
+    p.add_argument("--det-lr", type=float, default=2e-3, help="detector's peak learning rate (one-cycle)")
+    p.add_argument("--det-init", type=Path, default=None, help="a detector ONNX model (e.g. models/detector.onnx) "
+                   "the detector starts from instead of fresh weights, its one-cycle schedule run again from there "
+                   "(a warm restart, nets.warm_start; with a lower --det-lr and fewer --det-steps: a fine-tune)")
     p.add_argument("--det-from", type=Path, default=None, help="model folder whose detector.onnx is reused instead of "
                    "training one (for classifier experiments; the shipped model trains both); its numeral and cocked-die "
                    "models too where --out has none")
@@ -135,6 +139,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
                         ("--det-steps", args.det_steps, args.det_steps >= 1, "1 or more"),
+                        ("--det-lr", args.det_lr, 0 < args.det_lr < 1, "in (0, 1)"),
                         ("--cls-steps", args.cls_steps, args.cls_steps >= 1, "1 or more"),
                         ("--ensemble", args.ensemble, args.ensemble >= 1, "1 or more"),
                         ("--member", args.member, args.member is None or 1 <= args.member <= args.ensemble,
@@ -258,6 +263,10 @@ def main(argv=None) -> int:
     reused = classifiers_from(args.cls_from, args.crop_size, args.margin) if args.cls_from else None
     if args.close_up_from is not None and not (args.close_up_from / "detector.onnx").is_file():
         refuse("--close-up-from", f"no detector.onnx in {args.close_up_from}")
+    if args.det_init is not None:
+        if args.det_from is not None:
+            refuse("--det-init", "trains a detector; --det-from reuses one")
+        check_model_file("--det-init", args.det_init)
     if reused is not None and args.member is not None:
         refuse("--cls-from", "reuses every classifier; --member trains one")
     rng, started = start(args)
@@ -380,8 +389,11 @@ def main(argv=None) -> int:
         take_side_models(args.det_from, args.out)
     else:
         det = DetectorNet(width=args.det_width)
-        opt = torch.optim.AdamW(det.parameters(), lr=2e-3, weight_decay=1e-4)
-        sched = one_cycle(opt, 2e-3, args.det_steps)
+        if args.det_init is not None:
+            det_warm_start(det, args.det_init, pool, image_of, boxes_of, args)
+            history["det_init"] = {"file": str(args.det_init), "md5": md5_of(args.det_init)}
+        opt = torch.optim.AdamW(det.parameters(), lr=args.det_lr, weight_decay=1e-4)
+        sched = one_cycle(opt, args.det_lr, args.det_steps)
         det.train()
         losses = []
         t0 = time.time()
@@ -709,6 +721,27 @@ def check_trained(out: Path) -> None:
         refuse("--calibrate-only", f"{out / 'reader.json'} is not a reader's settings ({type(e).__name__}: {e})")
     for name in names:
         check_model_file("--calibrate-only", out / name)
+
+
+def det_warm_start(det, path: Path, pool, image_of, boxes_of, args: argparse.Namespace) -> None:
+    """``--det-init``: start the detector ``det`` from the ONNX detector at ``path``
+    (:func:`pi_table.train.nets.warm_start`), its batch norms set from 48 training patches drawn
+    by a generator of their own (``args.seed``), so the training's draws are those of a fresh run.
+    A model of another shape is refused in one line, exit status 2 (SystemExit)."""
+    import torch
+
+    from pi_table.train import data as D
+    from pi_table.train.nets import warm_start
+
+    rng = np.random.default_rng([args.seed, 48])
+    patches = [D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch).image
+               for i in rng.choice(len(pool), 48)]
+    x = torch.from_numpy(np.stack([im[:, :, ::-1].transpose(2, 0, 1) for im in patches]).astype(np.float32) / 255)
+    try:
+        warm_start(det, path, x)
+    except ValueError as e:
+        refuse("--det-init", str(e))
+    log(f"detector started from {path} (--det-init)")
 
 
 def check_model_file(option: str, path: Path) -> None:

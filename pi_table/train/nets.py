@@ -370,47 +370,64 @@ def onnx_weights(path: Path) -> list[tuple[np.ndarray, np.ndarray | None]]:
             for n in graph.node if n.op_type in ("Conv", "Gemm")]
 
 
-def warm_start(net: NumeralNet, path: Path, crops: torch.Tensor) -> None:
-    """Start ``net`` from the ONNX numeral model at ``path`` (:func:`export_classifier`'s or
-    :func:`quantize_int8`'s export of a net of the same shape), in place, so that training goes on
-    from it (a warm restart, Loshchilov and Hutter 2017, "SGDR").
+def warm_start(net: nn.Module, path: Path, crops: torch.Tensor) -> None:
+    """Start ``net`` from the ONNX model at ``path`` (:func:`export_classifier`'s,
+    :func:`quantize_int8`'s or :func:`export_detector`'s export of a net of the same shape), in
+    place, so that training goes on from it (a warm restart, Loshchilov and Hutter 2017, "SGDR").
 
-    The export folded each batch norm into its convolution (weight W, bias b). Here each
-    convolution keeps W, scaled to the standard deviation a fresh layer starts with (batch norm
+    The export folded each batch norm into the convolution before it (weight W, bias b). Here each
+    such convolution keeps W, scaled to the standard deviation a fresh layer starts with (batch norm
     makes the net blind to that scale), and its batch norm is set from the statistics of the
     convolution's outputs over ``crops``: mean m and standard deviation s per channel, so that
-    gamma = s, beta = m + b and the running statistics give back W x + b. With ``crops`` the
-    training's own, the net in training and in eval mode reads as the exported model did (before
-    its int8 rounding).
+    gamma = s, beta = m + b and the running statistics give back W x + b. A convolution with no
+    batch norm after it (a detector's lateral and output layers) and the final fully connected
+    layer, if the net has one (``net.fc``), take the file's weights and biases as they are. With
+    ``crops`` the training's own, the net in training and in eval mode reads as the exported model
+    did (before its int8 rounding).
 
     Args:
-        net: a :class:`NumeralNet` whose convolutions and classes match the file's.
+        net: a :class:`NumeralNet` or :class:`DetectorNet` whose layers match the file's.
         path: the ONNX model.
-        crops: Bx3xSxS float32 RGB 0..1 training crops for the statistics (a few hundred).
+        crops: Bx3xHxW float32 RGB 0..1 training inputs for the statistics (a few hundred crops,
+            or a few dozen detector patches).
 
     Raises:
         ValueError: when the file's layers do not match the net's, naming the first that differs.
     """
     weights = onnx_weights(path)
-    convs = [m for m in net.modules() if isinstance(m, nn.Conv2d)]
-    norms = [m for m in net.modules() if isinstance(m, nn.BatchNorm2d)]
-    if len(weights) != len(convs) + 1 or len(norms) != len(convs):
-        raise ValueError(f"{path}: {len(weights)} weighted layers, the net has {len(convs)} convolutions and a fc")
+    mods = list(net.modules())
+    convs = [m for m in mods if isinstance(m, nn.Conv2d)]
+    # a convolution's batch norm is the module right after it (cbr's Sequential: conv, norm, ReLU)
+    norm_of = {id(m): mods[i + 1] for i, m in enumerate(mods[:-1])
+               if isinstance(m, nn.Conv2d) and isinstance(mods[i + 1], nn.BatchNorm2d)}
+    fc = getattr(net, "fc", None)
+    if len(weights) != len(convs) + (fc is not None):
+        raise ValueError(f"{path}: {len(weights)} weighted layers, the net has {len(convs)} convolutions"
+                         + (" and a fc" if fc is not None else ""))
     for i, (conv, (w, _)) in enumerate(zip(convs, weights)):
         w = w[:, : conv.in_channels]  # a padded first convolution's zero channels
         if tuple(w.shape) != tuple(conv.weight.shape):
             raise ValueError(f"{path}: layer {i} has weights {tuple(w.shape)}, the net {tuple(conv.weight.shape)}")
-    fc_w, fc_b = weights[-1]
-    if tuple(fc_w.shape) != tuple(net.fc.weight.shape):
-        raise ValueError(f"{path}: fc has weights {tuple(fc_w.shape)}, the net {tuple(net.fc.weight.shape)}")
+    if fc is not None and tuple(weights[-1][0].shape) != tuple(fc.weight.shape):
+        raise ValueError(f"{path}: fc has weights {tuple(weights[-1][0].shape)}, the net {tuple(fc.weight.shape)}")
     was_training = net.training
     outputs: dict = {}
     hooks = [conv.register_forward_hook(lambda m, _, out: outputs.__setitem__(m, out.detach())) for conv in convs]
     with torch.no_grad():
-        net.fc.weight.copy_(torch.from_numpy(fc_w))
-        net.fc.bias.copy_(torch.from_numpy(fc_b))
-        for conv, norm, (w, b) in zip(convs, norms, weights):
+        if fc is not None:
+            fc.weight.copy_(torch.from_numpy(weights[-1][0]))
+            fc.bias.copy_(torch.from_numpy(weights[-1][1]))
+        for conv, (w, b) in zip(convs, weights):  # the layers with no batch norm first: the file's as they are
+            if id(conv) not in norm_of:
+                conv.weight.copy_(torch.from_numpy(np.ascontiguousarray(w[:, : conv.in_channels])))
+                if b is not None:
+                    conv.bias.copy_(torch.from_numpy(b))
+        for conv, (w, b) in zip(convs, weights):
+            norm = norm_of.get(id(conv))
+            if norm is None:
+                continue
             w = torch.from_numpy(np.ascontiguousarray(w[:, : conv.in_channels]))
+            b = torch.from_numpy(b if b is not None else np.zeros(conv.out_channels, np.float32))
             fresh = math.sqrt(2.0 / (conv.in_channels * conv.kernel_size[0] * conv.kernel_size[1]))  # He et al. 2015
             c = fresh / float(w.std())
             conv.weight.copy_(c * w)
@@ -418,7 +435,7 @@ def warm_start(net: NumeralNet, path: Path, crops: torch.Tensor) -> None:
             norm.reset_running_stats()
             norm.running_var.fill_(1.0 - norm.eps)
             norm.weight.fill_(1.0 / c)
-            norm.bias.copy_(torch.from_numpy(b))
+            norm.bias.copy_(b)
             net.eval()
             net(crops)  # every layer before this one is already the file's, so its inputs are right
             z = outputs[conv]  # c W x
@@ -426,7 +443,7 @@ def warm_start(net: NumeralNet, path: Path, crops: torch.Tensor) -> None:
             norm.running_mean.copy_(mean)
             norm.running_var.copy_(std**2 - norm.eps)
             norm.weight.copy_(std / c)
-            norm.bias.copy_(mean / c + torch.from_numpy(b))
+            norm.bias.copy_(mean / c + b)
     for hook in hooks:
         hook.remove()
     net.train(was_training)
