@@ -983,6 +983,20 @@ def test_cocked_calibration_keeps_the_training_log_and_survives_a_broken_one(tmp
 
 
 
+def trained_norms(net) -> None:
+    """Give ``net``'s batch norms statistics and affine weights that are not the identity, as a
+    trained net's are not (warm_start tests)."""
+    import torch
+
+    with torch.no_grad():
+        for m in net.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.2, 0.2)
+
+
 def test_warm_start_gives_back_the_exported_numeral_model(tmp_path):
     """``nets.warm_start`` unfolds an exported model's batch norms: a fresh net started from the
     float file reads its crops as the net that wrote it did, in eval mode; from the int8 file it
@@ -993,13 +1007,7 @@ def test_warm_start_gives_back_the_exported_numeral_model(tmp_path):
 
     torch.manual_seed(0)
     source = NumeralNet(28, channels=(8, 16, 24, 32))
-    with torch.no_grad():  # batch norms that are not the identity, as a trained net's are not
-        for m in source.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 2.0)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.2, 0.2)
+    trained_norms(source)
     source.eval()
     rng = np.random.default_rng(0)
     crops = torch.from_numpy(rng.random((64, 3, 48, 48), dtype=np.float32))
@@ -1040,13 +1048,7 @@ def test_warm_start_gives_back_the_exported_detector(tmp_path):
 
     torch.manual_seed(0)
     source = DetectorNet(width=0.5)
-    with torch.no_grad():
-        for m in source.modules():
-            if isinstance(m, torch.nn.BatchNorm2d):
-                m.running_mean.uniform_(-0.5, 0.5)
-                m.running_var.uniform_(0.5, 2.0)
-                m.weight.uniform_(0.5, 1.5)
-                m.bias.uniform_(-0.2, 0.2)
+    trained_norms(source)
     export_detector(source, tmp_path / "det.onnx", 128)
     patches = torch.from_numpy(np.random.default_rng(0).random((6, 3, 128, 128), dtype=np.float32))
     torch.manual_seed(1)
