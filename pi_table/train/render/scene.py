@@ -116,6 +116,16 @@ def _overlaps(a: np.ndarray, others: list[np.ndarray]) -> bool:
     return False
 
 
+def _dark_background(rng: np.random.Generator, size: int, split: str, bg_root: str | None) -> tuple[np.ndarray, str]:
+    """:func:`background`, drawn again until its mean grey is under :data:`DARK_GREY` (a ``dark``
+    scene's ground). Raises ValueError after 200 draws with none."""
+    for _ in range(200):
+        bg, name = background(rng, size, split, bg_root)
+        if float(cv2.cvtColor(bg, cv2.COLOR_RGB2GRAY).mean()) * 255 < DARK_GREY:
+            return bg, name
+    raise ValueError(f"no dark background (mean grey under {DARK_GREY:g}) in 200 draws for the {split} split")
+
+
 def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6", "d8", "d10", "d10-tens"),
                size: int = 640, bg_root: str | None = None, die_px: tuple[float, float] | None = None,
                max_dice: int = 12, dark: bool = False) -> Scene:
@@ -137,14 +147,7 @@ def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6"
     k = size / 640.0
     cam_h = size * rng.uniform(1.4, 4.0)
     cam = Camera(size, size, size / 2 + rng.normal(0, 0.05) * size, size / 2 + rng.normal(0, 0.05) * size, cam_h)
-    bg, bg_name = background(rng, size, split, bg_root)
-    for _ in range(200 if dark else 0):
-        if float(cv2.cvtColor(bg, cv2.COLOR_RGB2GRAY).mean()) * 255 < DARK_GREY:
-            break
-        bg, bg_name = background(rng, size, split, bg_root)
-    else:
-        if dark:
-            raise ValueError(f"no dark background (mean grey under {DARK_GREY:g}) in 200 draws for the {split} split")
+    bg, bg_name = (_dark_background if dark else background)(rng, size, split, bg_root)
     img = np.ascontiguousarray(bg, np.float32)  # sRGB 0..1; dice are shaded in linear light
 
     az = rng.uniform(0, 2 * np.pi)
