@@ -736,9 +736,8 @@ def det_warm_start(det, path: Path, pool, image_of, boxes_of, args: argparse.Nam
     rng = np.random.default_rng([args.seed, 48])
     patches = [D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch).image
                for i in rng.choice(len(pool), 48)]
-    x = torch.from_numpy(np.stack([im[:, :, ::-1].transpose(2, 0, 1) for im in patches]).astype(np.float32) / 255)
     try:
-        warm_start(det, path, x)
+        warm_start(det, path, torch.from_numpy(D.chw_batch(patches)))
     except ValueError as e:
         refuse("--det-init", str(e))
     log(f"detector started from {path} (--det-init)")

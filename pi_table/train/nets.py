@@ -404,8 +404,9 @@ def warm_start(net: nn.Module, path: Path, crops: torch.Tensor) -> None:
     if len(weights) != len(convs) + (fc is not None):
         raise ValueError(f"{path}: {len(weights)} weighted layers, the net has {len(convs)} convolutions"
                          + (" and a fc" if fc is not None else ""))
-    for i, (conv, (w, _)) in enumerate(zip(convs, weights)):
-        w = w[:, : conv.in_channels]  # a padded first convolution's zero channels
+    # a padded first convolution's zero input channels dropped
+    layers = [(np.ascontiguousarray(w[:, : conv.in_channels]), b) for conv, (w, b) in zip(convs, weights)]
+    for i, (conv, (w, _)) in enumerate(zip(convs, layers)):
         if tuple(w.shape) != tuple(conv.weight.shape):
             raise ValueError(f"{path}: layer {i} has weights {tuple(w.shape)}, the net {tuple(conv.weight.shape)}")
     if fc is not None and tuple(weights[-1][0].shape) != tuple(fc.weight.shape):
@@ -417,16 +418,16 @@ def warm_start(net: nn.Module, path: Path, crops: torch.Tensor) -> None:
         if fc is not None:
             fc.weight.copy_(torch.from_numpy(weights[-1][0]))
             fc.bias.copy_(torch.from_numpy(weights[-1][1]))
-        for conv, (w, b) in zip(convs, weights):  # the layers with no batch norm first: the file's as they are
+        for conv, (w, b) in zip(convs, layers):  # the layers with no batch norm first: the file's as they are
             if id(conv) not in norm_of:
-                conv.weight.copy_(torch.from_numpy(np.ascontiguousarray(w[:, : conv.in_channels])))
+                conv.weight.copy_(torch.from_numpy(w))
                 if b is not None:
                     conv.bias.copy_(torch.from_numpy(b))
-        for conv, (w, b) in zip(convs, weights):
+        for conv, (w, b) in zip(convs, layers):
             norm = norm_of.get(id(conv))
             if norm is None:
                 continue
-            w = torch.from_numpy(np.ascontiguousarray(w[:, : conv.in_channels]))
+            w = torch.from_numpy(w)
             b = torch.from_numpy(b if b is not None else np.zeros(conv.out_channels, np.float32))
             fresh = math.sqrt(2.0 / (conv.in_channels * conv.kernel_size[0] * conv.kernel_size[1]))  # He et al. 2015
             c = fresh / float(w.std())
