@@ -405,9 +405,9 @@ def main(argv=None) -> int:
                 else:
                     sample = D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch)
                 h, s, o, m = D.det_targets(sample.boxes, args.det_patch)
-                imgs.append(sample.image[:, :, ::-1].transpose(2, 0, 1))
+                imgs.append(sample.image)
                 heats.append(h), sizes.append(s), offs.append(o), masks.append(m)
-            x = torch.from_numpy(np.stack(imgs).astype(np.float32) / 255)
+            x = torch.from_numpy(D.chw_batch(imgs))
             ht, st, ot, mt = (torch.from_numpy(np.stack(a)) for a in (heats, sizes, offs, masks))
             heat, size, off = det(x)
             p = heat.clamp(1e-4, 1 - 1e-4)
