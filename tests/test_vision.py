@@ -684,6 +684,17 @@ def test_training_smoke(tmp_path):
                                                                                   f"error: --cls-from: {line}"]
     result = subprocess.run(reuse[:-1] + [str(renders)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and f"--cls-from {renders}: no reader's settings" in result.stderr
+    # --det-seed: the same detector recipe at another seed, the photos' split kept (--seed's), logged
+    seeded = reuse[:-2] + ["--cls-from", str(tmp_path), "--det-seed", "7"]
+    seeded[seeded.index(str(tmp_path / "cf"))] = str(tmp_path / "cf7")
+    result = subprocess.run(seeded, capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (tmp_path / "cf7" / "detector.onnx").read_bytes() != (tmp_path / "cf" / "detector.onnx").read_bytes()
+    assert (tmp_path / "cf7" / "splits.json").read_text() == (tmp_path / "cf" / "splits.json").read_text()
+    assert json.loads((tmp_path / "cf7" / "train-log.json").read_text())["det_seed"] == 7
+    result = subprocess.run(seeded + ["--det-from", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        "error: --det-seed: seeds a detector trained here; --det-from reuses one"]
     # --det-init: the detector goes on from a detector model (a fine-tune with --det-lr), logged with its md5
     start = tmp_path / "cf" / "detector.onnx"
     tuned = reuse[:-2] + ["--cls-from", str(tmp_path), "--det-init", str(start), "--det-lr", "5e-4"]

@@ -52,6 +52,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--det-init", type=Path, default=None, help="a detector ONNX model (e.g. models/detector.onnx) "
                    "the detector starts from instead of fresh weights, its one-cycle schedule run again from there "
                    "(a warm restart, nets.warm_start; with a lower --det-lr and fewer --det-steps: a fine-tune)")
+    p.add_argument("--det-seed", type=int, default=None, help="the detector's own seed (its weights' start and its "
+                   "draws), the photos' split staying --seed's: the same recipe at other seeds, to see how far a "
+                   "retrained detector moves by chance alone (models/detector.md, 'How much of that is the seed?'); "
+                   "default: the run's generator, as before")
     p.add_argument("--det-from", type=Path, default=None, help="model folder whose detector.onnx is reused instead of "
                    "training one (for classifier experiments; the shipped model trains both); its numeral and cocked-die "
                    "models too where --out has none")
@@ -267,6 +271,8 @@ def main(argv=None) -> int:
         if args.det_from is not None:
             refuse("--det-init", "trains a detector; --det-from reuses one")
         check_model_file("--det-init", args.det_init)
+    if args.det_seed is not None and args.det_from is not None:
+        refuse("--det-seed", "seeds a detector trained here; --det-from reuses one")
     if reused is not None and args.member is not None:
         refuse("--cls-from", "reuses every classifier; --member trains one")
     rng, started = start(args)
@@ -388,6 +394,11 @@ def main(argv=None) -> int:
         log(f"detector reused from {source}")
         take_side_models(args.det_from, args.out)
     else:
+        det_rng = rng
+        if args.det_seed is not None:  # the detector's own draws; the split above stays --seed's
+            torch.manual_seed(args.det_seed)
+            det_rng = np.random.default_rng(args.det_seed)
+            history["det_seed"] = args.det_seed
         det = DetectorNet(width=args.det_width)
         if args.det_init is not None:
             det_warm_start(det, args.det_init, pool, image_of, boxes_of, args)
@@ -399,11 +410,11 @@ def main(argv=None) -> int:
         t0 = time.time()
         for step in range(args.det_steps):
             imgs, heats, sizes, offs, masks = [], [], [], [], []
-            for i in rng.choice(len(pool), args.det_batch, p=weights):
-                if rng.random() < args.paste:
-                    sample = D.paste_sample(photo_dice, image_of, rng, args.det_patch, recolour=args.recolour)
+            for i in det_rng.choice(len(pool), args.det_batch, p=weights):
+                if det_rng.random() < args.paste:
+                    sample = D.paste_sample(photo_dice, image_of, det_rng, args.det_patch, recolour=args.recolour)
                 else:
-                    sample = D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch)
+                    sample = D.det_sample(image_of(pool[i]), boxes_of(pool[i]), det_rng, args.det_patch)
                 h, s, o, m = D.det_targets(sample.boxes, args.det_patch)
                 imgs.append(sample.image)
                 heats.append(h), sizes.append(s), offs.append(o), masks.append(m)
