@@ -695,6 +695,9 @@ def test_training_smoke(tmp_path):
     result = subprocess.run(seeded + ["--det-from", str(tmp_path)], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert result.returncode == 2 and result.stderr.strip().splitlines() == [
         "error: --det-seed: seeds a detector trained here; --det-from reuses one"]
+    for flag in ("--det-seed", "--seed"):  # a negative seed is no generator's: refused before any data is read
+        result = subprocess.run(seeded + [flag, "-1"], capture_output=True, text=True, timeout=600, cwd=REPO)
+        assert result.returncode == 2 and result.stderr.strip().splitlines() == [f"error: {flag} must be 0 or more, got -1"]
     # --det-init: the detector goes on from a detector model (a fine-tune with --det-lr), logged with its md5
     start = tmp_path / "cf" / "detector.onnx"
     tuned = reuse[:-2] + ["--cls-from", str(tmp_path), "--det-init", str(start), "--det-lr", "5e-4"]

@@ -144,6 +144,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
                         ("--det-steps", args.det_steps, args.det_steps >= 1, "1 or more"),
                         ("--det-lr", args.det_lr, 0 < args.det_lr < 1, "in (0, 1)"),
+                        ("--seed", args.seed, args.seed >= 0, "0 or more"),
+                        ("--det-seed", args.det_seed, args.det_seed is None or args.det_seed >= 0, "0 or more"),
                         ("--cls-steps", args.cls_steps, args.cls_steps >= 1, "1 or more"),
                         ("--ensemble", args.ensemble, args.ensemble >= 1, "1 or more"),
                         ("--member", args.member, args.member is None or 1 <= args.member <= args.ensemble,
@@ -737,14 +739,15 @@ def check_trained(out: Path) -> None:
 def det_warm_start(det, path: Path, pool, image_of, boxes_of, args: argparse.Namespace) -> None:
     """``--det-init``: start the detector ``det`` from the ONNX detector at ``path``
     (:func:`pi_table.train.nets.warm_start`), its batch norms set from 48 training patches drawn
-    by a generator of their own (``args.seed``), so the training's draws are those of a fresh run.
+    by a generator of their own (``args.det_seed``, else ``args.seed``), so the training's draws are
+    those of a fresh run.
     A model of another shape is refused in one line, exit status 2 (SystemExit)."""
     import torch
 
     from pi_table.train import data as D
     from pi_table.train.nets import warm_start
 
-    rng = np.random.default_rng([args.seed, 48])
+    rng = np.random.default_rng([args.seed if args.det_seed is None else args.det_seed, 48])
     patches = [D.det_sample(image_of(pool[i]), boxes_of(pool[i]), rng, args.det_patch).image
                for i in rng.choice(len(pool), 48)]
     try:
