@@ -1899,6 +1899,84 @@ def test_a_big_dies_unsure_parts_are_not_dice():
     assert reader._without_parts([a, b]) == [a, b]
 
 
+def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypatch):
+    """_with_parts_joined: two or more unsure dice within JOIN_GAP of each other have their union box
+    read as one die; a sure read replaces the parts inside it when they cover little of it (pips,
+    numerals) or the detector confirms it. Parts filling their union box (touching tray dice) that
+    the detector does not confirm, an unsure read of the union, a lone unsure die, unsure dice far
+    apart and sure dice are left as they are."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.reader import CLUSTER_COVER
+
+    image = np.zeros((400, 400, 3), np.uint8)
+    bar = reader.threshold_for("d6")
+    sure_die = Die("d6", "5", 5, (95, 95, 205, 205), 0.999, "ok", 0.999)
+    read_again = {"die": sure_die}
+    union_read = []
+    confirmed = {"yes": False}
+
+    def fake_dice(image, boxes, kinds, crop_mode, threshold):
+        union_read.append(tuple(boxes[0]))
+        return [read_again["die"]] if read_again["die"] else []
+
+    monkeypatch.setattr(reader, "_dice", fake_dice)
+    monkeypatch.setattr(reader.close_up_detector or reader.detector, "confirms", lambda image, box, *a: confirmed["yes"])
+
+    def unsure(box):
+        return Die("d6", "", 0, box, 0.3, "unreadable", 0.3)
+
+    pips = [unsure((110, 110, 130, 130)), unsure((140, 140, 160, 160)), unsure((170, 170, 190, 190))]  # 3 x 400 px
+    sure = Die("d6", "2", 2, (300, 300, 340, 340), 0.999, "ok", 0.999)
+    assert reader._with_parts_joined(image, pips + [sure], None, None) == [sure, sure_die]
+    assert union_read[-1] == (110, 110, 190, 190)  # the union of the parts
+    union_read.clear()
+    assert reader._with_parts_joined(image, pips[:1] + [sure], None, None) == pips[:1] + [sure]  # one unsure die
+    far_apart = [unsure((10, 10, 30, 30)), unsure((110, 110, 130, 130))]  # 80 px apart, 20 across
+    assert reader._with_parts_joined(image, far_apart, None, None) == far_apart and not union_read
+    read_again["die"] = Die("d6", "", 0, (95, 95, 205, 205), bar - 0.01, "unreadable", bar - 0.01)
+    assert reader._with_parts_joined(image, pips, None, None) == pips  # the union read unsure too
+    read_again["die"] = Die("d6", "5", 5, (95, 95, 205, 205), 0.999, "cocked", 0.999)
+    assert reader._with_parts_joined(image, pips, None, None) == pips  # ... or cocked
+    read_again["die"] = None
+    assert reader._with_parts_joined(image, pips, None, None) == pips  # not a die (the none rule)
+    # two touching dice: they fill their union box; taken only if the detector confirms it
+    heap = [unsure((100, 100, 150, 150)), unsure((150, 100, 200, 150))]
+    read_again["die"] = Die("d6", "3", 3, (98, 75, 202, 175), 0.999, "ok", 0.999)
+    assert 2 * 2500 >= CLUSTER_COVER * 104 * 100
+    assert reader._with_parts_joined(image, heap, None, None) == heap
+    confirmed["yes"] = True
+    assert reader._with_parts_joined(image, heap, None, None) == [read_again["die"]]
+    # a read below the reader's threshold counts as unsure though the caller reads at threshold 0
+    barely = [Die("d6", "4", 4, (110, 110, 130, 130), bar - 0.01, "ok", bar - 0.01), pips[1]]
+    read_again["die"] = sure_die
+    assert reader._with_parts_joined(image, barely, None, 0.0) == [sure_die]
+    monkeypatch.setattr(reader, "join_parts", False)
+    monkeypatch.setattr(reader, "_boxes", lambda *a: [p.box for p in pips])
+    monkeypatch.setattr(reader, "_dice", lambda image, boxes, *a: list(pips))
+    assert list(reader.read(image).dice) == pips  # reader.json's join_parts false: read as before
+
+
+def test_a_dark_die_read_as_its_unsure_numerals_is_read_whole():
+    """A rendered dark percentile die ("60", black with red numerals, on dark wood; valid split, seed
+    9, scene 28, one die a picture, 1024 pixels, as renders/dark-valid-single makes them, with the
+    fonts .ci/run installs): the first look splits it into three unsure parts and the zoomed-out look
+    does not take it. Read together (_with_parts_joined) they are the one die, read right."""
+    pytest.importorskip("PIL")  # the renderer's (train extra)
+    from pi_table.train.render.scene import make_scene
+
+    scene = make_scene(9, "valid", 28, size=1024, die_px=(130.0, 300.0), max_dice=1, dark=True)
+    image = cv2.cvtColor(scene.image, cv2.COLOR_RGB2BGR)
+    truth = scene.meta["dice"][0]
+    assert (truth["kind"], truth["face"]) == ("d10-tens", "60")
+    reader = DiceReader()
+    dice = reader.read(image).dice
+    assert [(d.kind, d.face, d.status) for d in dice] == [("d10-tens", "60", "ok")]
+    assert iou(dice[0].box, truth["box_px"]) >= 0.5
+    reader.join_parts = False
+    apart = reader.read(image).dice
+    assert len(apart) >= 2 and all(d.status != "ok" for d in apart)
+
+
 def test_a_close_up_die_the_first_look_splits_is_found_whole():
     """A rendered d6 about 75 first-look pixels across (below the 90 the zoomed-out look alone
     trusted): the first look splits it and finds no box at its place, the zoomed-out look finds it

@@ -77,6 +77,7 @@ never guessed. The settings live in ``models/reader.json``, written by the train
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -106,6 +107,10 @@ CROWD_DIE = 0.2
 # big die a cluster of small dice: sure parts that all read "1" count only if they cover at least
 # CLUSTER_COVER of the big die's box (a pile of dice fills its box; pips leave most of the face bare).
 CLUSTER_COVER = 0.3
+# Unsure dice within JOIN_GAP times the smaller one's long side of each other are read again together,
+# their union box as one die (DiceReader._with_parts_joined: a dark die too big for the first look,
+# reported as its pips or numerals; models/detector.md, "Unsure parts read together").
+JOIN_GAP = 1.0
 
 
 def models_dir() -> Path:
@@ -573,6 +578,12 @@ def _centre_box(boxes, w: float, h: float):
     return max((b for b in boxes if b[0] <= w / 2 <= b[2] and b[1] <= h / 2 <= b[3]), key=_long_side, default=None)
 
 
+def _gap(a, b) -> float:
+    """The gap between boxes ``a`` and ``b`` (x0, y0, x1, y1): the larger of the horizontal and vertical
+    distances between their edges, 0 when they touch or overlap (pixels)."""
+    return max(0.0, max(a[0], b[0]) - min(a[2], b[2]), max(a[1], b[1]) - min(a[3], b[3]))
+
+
 def _area(box) -> float:
     return max(0.0, box[2] - box[0]) * max(0.0, box[3] - box[1])
 
@@ -1001,6 +1012,9 @@ class DiceReader:
         #: Whether :meth:`read` looks again, enlarged, at a frame whose dice are small for the
         #: detector (``reader.json``'s ``zoom_in``, default true; :meth:`Detector.small_dice`).
         self.zoom_in = bool(self.config.get("zoom_in", True))
+        #: Whether :meth:`read` reads a group of unsure dice lying close together again as one die
+        #: (``reader.json``'s ``join_parts``, default true; :meth:`_with_parts_joined`).
+        self.join_parts = bool(self.config.get("join_parts", True))
 
     def check_kinds(self, kinds) -> tuple[str, ...] | None:
         """``kinds`` as a tuple, None for all; ValueError naming a kind the kit does not know."""
@@ -1292,9 +1306,81 @@ class DiceReader:
         start = time.perf_counter()
         boxes = self._boxes(image, self.zoom_in)
         dice = self._dice(image, boxes, kinds, False, threshold) if boxes else []
+        if self.join_parts:
+            dice = self._with_parts_joined(image, dice, kinds, threshold)
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
+
+    def _unsure(self, die: Die) -> bool:
+        """Whether ``die`` is not surely read: cocked, or below its kind's threshold in ``reader.json``
+        (whatever threshold the caller reads at)."""
+        return die.status == "cocked" or die.confidence < self.threshold_for(die.kind)
+
+    def _with_parts_joined(self, image: np.ndarray, dice: list[Die], kinds, threshold: float | None) -> list[Die]:
+        """``dice`` (read from ``image``, HxWx3 uint8 BGR) with each group of unsure parts of one die
+        replaced by that die, read surely from their union box.
+
+        A die too big for the first look that the zoomed-out look does not take (a dark die on dark
+        ground, its outline faint) is read as its pips or numerals: several dice, none sure, side by
+        side. Unsure dice (:meth:`_unsure`) lying within :data:`JOIN_GAP` times the smaller one's long
+        side of each other are grouped, and each group of two or more has its union box read as one
+        die, the way every box is read (:meth:`_dice`: the box head's refinement, numerals, the
+        ``none`` rule, the cocked-die model). That die replaces the unsure dice lying at least
+        :data:`PART_INSIDE` inside its box and :data:`PART_SIZE` times smaller across, when (a) it
+        is read surely (at its kind's threshold, not cocked), (b) at least two such parts lie in it,
+        and (c) they cover less than :data:`CLUSTER_COVER` of its box (pips, numerals) or the big
+        dice' detector confirms it (:meth:`Detector.confirms`). Without (c), heaps of touching unsure
+        tray dice were read as one false die (models/detector.md, "Unsure parts read together").
+        Costs nothing on a frame with fewer than two unsure dice.
+
+        Args:
+            dice: :meth:`_dice`'s dice of ``image``.
+            kinds, threshold: as :meth:`read`'s.
+
+        Returns:
+            The dice, each group's parts replaced by its die (appended after the others).
+        """
+        unsure = [i for i, d in enumerate(dice) if self._unsure(d)]
+        if len(unsure) < 2:
+            return dice
+        group = {i: i for i in unsure}
+
+        def root(i: int) -> int:
+            while group[i] != i:
+                i = group[i]
+            return i
+
+        for a, b in itertools.combinations(unsure, 2):
+            if _gap(dice[a].box, dice[b].box) <= JOIN_GAP * min(_long_side(dice[a].box), _long_side(dice[b].box)):
+                group[root(a)] = root(b)
+        groups: dict[int, list[int]] = {}
+        for i in unsure:
+            groups.setdefault(root(i), []).append(i)
+        detector = self.close_up_detector or self.detector
+        dropped: set[int] = set()
+        joined = []
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            boxes = [dice[i].box for i in members]
+            union = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+            found = self._dice(image, [union], kinds, False, threshold)
+            if not found or self._unsure(found[0]):
+                continue
+            die = found[0]
+            parts = [i for i in unsure if i not in dropped and inside_share(dice[i].box, die.box) >= PART_INSIDE
+                     and _long_side(die.box) >= PART_SIZE * _long_side(dice[i].box)]
+            if len(parts) < 2:
+                continue
+            cover = sum(_intersection(dice[i].box, die.box) for i in parts)
+            if cover >= CLUSTER_COVER * _area(die.box) and not detector.confirms(image, die.box):
+                continue  # touching dice filling their union box, not one die's pips or numerals
+            dropped.update(parts)
+            joined.append(die)
+        if not joined:
+            return dice
+        return [d for i, d in enumerate(dice) if i not in dropped] + joined
 
     def _boxes(self, image: np.ndarray, zoom_in: bool) -> list:
         """The boxes (x0, y0, x1, y1, pixels) of the dice :meth:`read` reads in ``image`` (HxWx3
