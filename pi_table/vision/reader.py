@@ -111,6 +111,9 @@ CLUSTER_COVER = 0.3
 # their union box as one die (DiceReader._with_parts_joined: a dark die too big for the first look,
 # reported as its pips or numerals; models/detector.md, "Unsure parts read together").
 JOIN_GAP = 1.0
+# ... read from the square JOIN_GROW times their union's long side about its centre: the pips or numerals lie inside the
+# die's top face, and a crop around their union alone cuts the die's rim.
+JOIN_GROW = 1.3
 
 
 def models_dir() -> Path:
@@ -582,6 +585,14 @@ def _gap(a, b) -> float:
     """The gap between boxes ``a`` and ``b`` (x0, y0, x1, y1): the larger of the horizontal and vertical
     distances between their edges, 0 when they touch or overlap (pixels)."""
     return max(0.0, max(a[0], b[0]) - min(a[2], b[2]), max(a[1], b[1]) - min(a[3], b[3]))
+
+
+def _grown_square(box, factor: float, shape) -> tuple[float, float, float, float]:
+    """The square ``factor`` times ``box``'s long side about its centre (x0, y0, x1, y1, pixels), clipped
+    to an image of ``shape`` (H, W, ...)."""
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    half = _long_side(box) * factor / 2
+    return (max(0.0, cx - half), max(0.0, cy - half), min(float(shape[1]), cx + half), min(float(shape[0]), cy + half))
 
 
 def _area(box) -> float:
@@ -1324,8 +1335,8 @@ class DiceReader:
         A die too big for the first look that the zoomed-out look does not take (a dark die on dark
         ground, its outline faint) is read as its pips or numerals: several dice, none sure, side by
         side. Unsure dice (:meth:`_unsure`) lying within :data:`JOIN_GAP` times the smaller one's long
-        side of each other are grouped, and each group of two or more has its union box read as one
-        die, the way every box is read (:meth:`_dice`: the box head's refinement, numerals, the
+        side of each other are grouped, and each group of two or more is read as one die from the square
+        :data:`JOIN_GROW` times its union box's long side about its centre, the way every box is read (:meth:`_dice`: the box head's refinement, numerals, the
         ``none`` rule, the cocked-die model). That die replaces the unsure dice lying at least
         :data:`PART_INSIDE` inside its box and :data:`PART_SIZE` times smaller across, when (a) it
         is read surely (at its kind's threshold, not cocked), (b) at least two such parts lie in it,
@@ -1365,7 +1376,7 @@ class DiceReader:
                 continue
             boxes = [dice[i].box for i in members]
             union = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
-            found = self._dice(image, [union], kinds, False, threshold)
+            found = self._dice(image, [_grown_square(union, JOIN_GROW, image.shape)], kinds, False, threshold)
             if not found or self._unsure(found[0]):
                 continue
             die = found[0]
