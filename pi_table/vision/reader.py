@@ -21,6 +21,9 @@
    When that look sees something big with no surely detected die in it, it looks again at the image
    four and five times smaller (:data:`FAR_ZOOM_OUTS`, "Far looks" in :meth:`Detector.big_dice`),
    where a die filling a third to two thirds of a close-up comes out whole, not as its face or pips.
+   A big die neither look takes (a dark die on dark ground) comes out as its pips or numerals, each
+   unsure: unsure dice lying close together are read again as one die from their union box grown
+   1.3 times, and that die replaces them when read surely (:meth:`DiceReader._with_parts_joined`).
    **Small dice**: near the bottom of that range the net misses dice (a phone photo of the
    whole table), so when the first look's median die is under 14 input pixels the image is
    looked at again enlarged, its dice about 28 across (``reader.json``'s ``zoom_in``, default
