@@ -1174,6 +1174,15 @@ def test_reader_json_names_a_bad_second_look(tmp_path):
         DiceReader(models_copy(tmp_path, lambda config: {**config, "second_look": 3}))
 
 
+@pytest.mark.parametrize("name", ["zoom_out", "zoom_in", "join_parts"])
+def test_reader_json_names_a_switch_that_is_not_true_or_false(tmp_path, name):
+    """An on/off setting given as text ("no" is truthy): one line naming the file, the setting and the value."""
+    with pytest.raises(ValueError) as bad:
+        DiceReader(models_copy(tmp_path, lambda config: {**config, name: "no"}))
+    assert str(bad.value) == f"{tmp_path / 'reader.json'}: {name} must be true or false, got 'no'"
+    assert getattr(DiceReader(models_copy(tmp_path, lambda config: {**config, name: False})), name) is False
+
+
 def test_a_malformed_reader_json_is_one_line_at_the_cli(tmp_path):
     """A settings entry missing a key, or a file that is not JSON: exit 2, one line naming the file."""
     import shutil

@@ -1022,13 +1022,21 @@ class DiceReader:
         self.kinds = tuple(sorted({c.split(":")[0] for c in self.classes if c != "none"}, key=KINDS.index))
         #: Whether :meth:`read` looks again, zoomed out, for dice too big for the detector
         #: (``reader.json``'s ``zoom_out``, default true; module docstring, "Big dice").
-        self.zoom_out = bool(self.config.get("zoom_out", True))
+        self.zoom_out = self._switch(config_path, "zoom_out")
         #: Whether :meth:`read` looks again, enlarged, at a frame whose dice are small for the
         #: detector (``reader.json``'s ``zoom_in``, default true; :meth:`Detector.small_dice`).
-        self.zoom_in = bool(self.config.get("zoom_in", True))
+        self.zoom_in = self._switch(config_path, "zoom_in")
         #: Whether :meth:`read` reads a group of unsure dice lying close together again as one die
         #: (``reader.json``'s ``join_parts``, default true; :meth:`_with_parts_joined`).
-        self.join_parts = bool(self.config.get("join_parts", True))
+        self.join_parts = self._switch(config_path, "join_parts")
+
+    def _switch(self, config_path: Path, name: str) -> bool:
+        """``reader.json``'s on/off setting ``name`` (default on); ValueError naming the file and the
+        value when it is not true or false (``"no"`` would otherwise switch it on)."""
+        value = self.config.get(name, True)
+        if not isinstance(value, bool):
+            raise ValueError(f"{config_path}: {name} must be true or false, got {value!r}")
+        return value
 
     def check_kinds(self, kinds) -> tuple[str, ...] | None:
         """``kinds`` as a tuple, None for all; ValueError naming a kind the kit does not know."""
