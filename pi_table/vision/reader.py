@@ -1341,14 +1341,15 @@ class DiceReader:
 
     def _with_parts_joined(self, image: np.ndarray, dice: list[Die], kinds, threshold: float | None) -> list[Die]:
         """``dice`` (read from ``image``, HxWx3 uint8 BGR) with each group of unsure parts of one die
-        replaced by that die, read surely from their union box.
+        replaced by that die, read surely from around their union box.
 
         A die too big for the first look that the zoomed-out look does not take (a dark die on dark
         ground, its outline faint) is read as its pips or numerals: several dice, none sure, side by
         side. Unsure dice (:meth:`_unsure`) lying within :data:`JOIN_GAP` times the smaller one's long
-        side of each other are grouped, and each group of two or more is read as one die from the square
-        :data:`JOIN_GROW` times its union box's long side about its centre, the way every box is read (:meth:`_dice`: the box head's refinement, numerals, the
-        ``none`` rule, the cocked-die model). That die replaces the unsure dice lying at least
+        side of each other are grouped, and each group of two or more is read as one die from the
+        square :data:`JOIN_GROW` times its union box's long side about its centre (the parts lie inside
+        the die's top face), the way every box is read (:meth:`_dice`: the box head's refinement,
+        numerals, the ``none`` rule, the cocked-die model). That die replaces the unsure dice lying at least
         :data:`PART_INSIDE` inside its box and :data:`PART_SIZE` times smaller across, when (a) it
         is read surely (at its kind's threshold, not cocked), (b) at least two such parts lie in it,
         and (c) they cover less than :data:`CLUSTER_COVER` of its box (pips, numerals) or the big
