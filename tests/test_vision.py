@@ -1915,7 +1915,7 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
     the detector does not confirm, an unsure read of the union, a lone unsure die, unsure dice far
     apart and sure dice are left as they are."""
     from pi_table.vision.dice import Die
-    from pi_table.vision.reader import CLUSTER_COVER, JOIN_GROW
+    from pi_table.vision.reader import CLUSTER_COVER, JOIN_GROW, JOIN_SIZE
 
     assert JOIN_GROW == 1.3
     image = np.zeros((400, 400, 3), np.uint8)
@@ -1936,7 +1936,7 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
         return Die("d6", "", 0, box, 0.3, "unreadable", 0.3)
 
     pips = [unsure((110, 110, 130, 130)), unsure((140, 140, 160, 160)), unsure((170, 170, 190, 190))]  # 3 x 400 px
-    sure = Die("d6", "2", 2, (300, 300, 340, 340), 0.999, "ok", 0.999)
+    sure = Die("d6", "2", 2, (300, 300, 350, 350), 0.999, "ok", 0.999)
     assert reader._with_parts_joined(image, pips + [sure], None, None) == [sure, sure_die]
     assert union_read[-1] == pytest.approx((98, 98, 202, 202))  # JOIN_GROW (1.3) times the parts' union (110..190)
     union_read.clear()
@@ -1956,6 +1956,13 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
     assert reader._with_parts_joined(image, heap, None, None) == heap
     confirmed["yes"] = True
     assert reader._with_parts_joined(image, heap, None, None) == [read_again["die"]]
+    # a joined die more than JOIN_SIZE times as big as the frame's largest sure die: touching dice, not one die
+    assert JOIN_SIZE == 2.5
+    read_again["die"] = sure_die  # 110 px across
+    small = Die("d6", "2", 2, (300, 300, 340, 340), 0.999, "ok", 0.999)  # 40 px: 110 > 2.5 x 40
+    assert reader._with_parts_joined(image, pips + [small], None, None) == pips + [small]
+    fair = Die("d6", "2", 2, (300, 300, 345, 345), 0.999, "ok", 0.999)  # 45 px: 110 <= 2.5 x 45
+    assert reader._with_parts_joined(image, pips + [fair], None, None) == [fair, sure_die]
     # a read below the reader's threshold counts as unsure though the caller reads at threshold 0
     barely = [Die("d6", "4", 4, (110, 110, 130, 130), bar - 0.01, "ok", bar - 0.01), pips[1]]
     read_again["die"] = sure_die

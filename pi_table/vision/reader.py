@@ -117,6 +117,9 @@ JOIN_GAP = 1.0
 # ... read from the square JOIN_GROW times their union's long side about its centre: the pips or numerals lie inside the
 # die's top face, and a crop around their union alone cuts the die's rim.
 JOIN_GROW = 1.3
+# ... and not taken when more than JOIN_SIZE times as big across as the frame's largest sure die: dice in one picture are
+# about one size, and a heap of touching unsure tray dice was read as one false die several times their size.
+JOIN_SIZE = 2.5
 
 
 def models_dir() -> Path:
@@ -1353,8 +1356,10 @@ class DiceReader:
         :data:`PART_INSIDE` inside its box and :data:`PART_SIZE` times smaller across, when (a) it
         is read surely (at its kind's threshold, not cocked), (b) at least two such parts lie in it,
         and (c) they cover less than :data:`CLUSTER_COVER` of its box (pips, numerals) or the big
-        dice' detector confirms it (:meth:`Detector.confirms`). Without (c), heaps of touching unsure
-        tray dice were read as one false die (models/detector.md, "Unsure parts read together").
+        dice' detector confirms it (:meth:`Detector.confirms`), and (d) it is at most :data:`JOIN_SIZE`
+        times as big across as the frame's largest sure die, if it has any. Without (c) and (d), heaps of
+        touching unsure tray dice were read as one false die (models/detector.md, "Unsure parts read
+        together").
         Costs nothing on a frame with fewer than two unsure dice.
 
         Args:
@@ -1381,6 +1386,7 @@ class DiceReader:
         for i in unsure:
             groups.setdefault(root(i), []).append(i)
         detector = self.close_up_detector or self.detector
+        sure = [_long_side(d.box) for d in dice if not self._unsure(d)]
         dropped: set[int] = set()
         joined = []
         for members in groups.values():
@@ -1392,6 +1398,8 @@ class DiceReader:
             if not found or self._unsure(found[0]):
                 continue
             die = found[0]
+            if sure and _long_side(die.box) > JOIN_SIZE * max(sure):
+                continue  # far bigger than the frame's sure dice: touching dice, not one die
             parts = [i for i in unsure if i not in dropped and inside_share(dice[i].box, die.box) >= PART_INSIDE
                      and _long_side(die.box) >= PART_SIZE * _long_side(dice[i].box)]
             if len(parts) < 2:
