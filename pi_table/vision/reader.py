@@ -1239,9 +1239,8 @@ class DiceReader:
         Dice in a tray lie side by side, not inside each other's boxes; a close-up's die, beyond the
         detector's trained size, is found whole and again as its faces, numerals or pips."""
         def part(d: Die) -> bool:
-            unsure = d.status == "cocked" or d.confidence < self.threshold_for(d.kind)
-            return unsure and any(_long_side(e.box) >= PART_SIZE * _long_side(d.box) and inside_share(d.box, e.box)
-                                  >= PART_INSIDE for e in dice)
+            return self._unsure(d) and any(_long_side(e.box) >= PART_SIZE * _long_side(d.box)
+                                           and inside_share(d.box, e.box) >= PART_INSIDE for e in dice)
         return [d for d in dice if not part(d)]
 
     def _with_big_dice(self, image: np.ndarray, detections: list[Detection], shrunk: np.ndarray | None = None) -> list:
@@ -1369,7 +1368,8 @@ class DiceReader:
         Returns:
             The dice, each group's parts replaced by its die (appended after the others).
         """
-        unsure = [i for i, d in enumerate(dice) if self._unsure(d)]
+        flags = [self._unsure(d) for d in dice]
+        unsure = [i for i, u in enumerate(flags) if u]
         if len(unsure) < 2:
             return dice
         group = {i: i for i in unsure}
@@ -1386,7 +1386,7 @@ class DiceReader:
         for i in unsure:
             groups.setdefault(root(i), []).append(i)
         detector = self.close_up_detector or self.detector
-        sure = [_long_side(d.box) for d in dice if not self._unsure(d)]
+        sure = [_long_side(d.box) for d, u in zip(dice, flags) if not u]
         dropped: set[int] = set()
         joined = []
         for members in groups.values():
