@@ -17,7 +17,8 @@ from pi_table.train.render.backgrounds import SURFACES, real_photos, surfaces_fo
 from pi_table.train.render.geometry import axis_angle, hull_points, rest_pose, solid, up_face  # noqa: E402
 from pi_table.train.render.scene import make_scene  # noqa: E402
 from pi_table.train.render.textures import (  # noqa: E402
-    DARK_GREY, PALETTES, _family, all_fonts, dark_palettes_for, font_set, fonts_for, grey_of, numeral_mask, palettes_for,
+    DARK_GREY, MAX_EXTRA_PER_FAMILY, PALETTES, _family, all_fonts, dark_palettes_for, extra_fonts_line,
+    extra_train_fonts, font_set, fonts_for, grey_of, numeral_mask, palettes_for,
 )
 
 REPO = Path(__file__).resolve().parent.parent
@@ -161,6 +162,38 @@ def test_font_set_line_names_the_fonts_and_changes_with_one_more(tmp_path, monke
     assert font_set() == line
 
 
+def test_extra_fonts_are_train_only_and_leave_the_split_alone(tmp_path):
+    """render --extra-fonts: a folder's new families join the train split's draws (at most
+    MAX_EXTRA_PER_FAMILY files each); a held-out family or a system font file is dropped; the
+    system's split and set line do not change; valid refuses them."""
+    fonts = all_fonts()
+    if len({_family(p) for p in fonts}) < 2:
+        pytest.skip("fewer than two font families installed: no held-out family to guard")
+    line, train, valid = font_set(), fonts_for("train"), fonts_for("valid")
+    src = Path(fonts[0]).read_bytes()
+    extra = tmp_path / "fonts"
+    extra.mkdir()
+    (extra / "PiTableNewA-Regular.ttf").write_bytes(src)
+    for i in range(MAX_EXTRA_PER_FAMILY + 2):
+        (extra / f"PiTableNewB-Style{i}.ttf").write_bytes(src)
+    held_out = Path(valid[0]).stem.split("-")[0]
+    (extra / f"{held_out}-PiTableCopy.ttf").write_bytes(src)  # a held-out family under another file name
+    (extra / Path(train[0]).name).write_bytes(src)  # a system font's own file
+    kept, dropped = extra_train_fonts((str(extra),))
+    assert sorted(_family(p) for p in kept) == ["pitablenewa"] + ["pitablenewb"] * MAX_EXTRA_PER_FAMILY
+    assert {Path(p).name for p in dropped} >= {f"{held_out}-PiTableCopy.ttf", Path(train[0]).name}
+    assert len(dropped) == 2 + 2
+    assert extra_fonts_line(kept).startswith(f"extra train fonts: {1 + MAX_EXTRA_PER_FAMILY} files, 2 families, set ")
+    assert (font_set(), fonts_for("train"), fonts_for("valid")) == (line, train, valid)
+    seen = {d["font"] for i in range(6) for d in make_scene(3, "train", i, ("d8", "d10"), 192, None,
+                                                            extra_fonts=kept).meta["dice"]}
+    assert seen & {Path(p).name for p in kept}, "the extra fonts are drawn"
+    with pytest.raises(ValueError, match="train split only"):
+        make_scene(3, "valid", 0, ("d8",), 192, None, extra_fonts=kept)
+    with pytest.raises(ValueError, match="does not exist"):
+        extra_train_fonts((str(tmp_path / "nope"),))
+
+
 def test_palette_and_surface_splits_disjoint():
     pt, pv = palettes_for("train"), palettes_for("valid")
     assert pt and pv and not set(pt) & set(pv) and len(pt) + len(pv) == len(PALETTES)
@@ -285,6 +318,32 @@ def test_cli_close_up_dice(tmp_path):
         bad = subprocess.run([sys.executable, "-m", "pi_table.train.render", "--out", str(tmp_path / "bad"), flag, value],
                              cwd=REPO, capture_output=True, text=True, timeout=60)
         assert bad.returncode == 2 and flag in bad.stderr and "Traceback" not in bad.stderr, (flag, value, bad.stderr)
+        assert not (tmp_path / "bad").exists()
+
+
+def test_cli_extra_fonts(tmp_path):
+    """--extra-fonts DIR: the set's fonts.txt names the extra fonts under the system's line; for
+    --split valid, or a missing folder, one line and exit 2, nothing written."""
+    fonts = all_fonts()
+    if len({_family(p) for p in fonts}) < 2:
+        pytest.skip("fewer than two font families installed")
+    extra = tmp_path / "fonts"
+    extra.mkdir()
+    (extra / "PiTableNewC-Regular.ttf").write_bytes(Path(fonts[0]).read_bytes())
+    out = tmp_path / "numf"
+    base = [sys.executable, "-m", "pi_table.train.render", "--n", "2", "--seed", "4", "--kinds", "d8", "--size", "192",
+            "--backgrounds", ""]
+    r = subprocess.run(base + ["--out", str(out), "--extra-fonts", str(extra)], cwd=REPO, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = (out / "fonts.txt").read_text().splitlines()
+    assert lines[0] == font_set() and lines[1].startswith("extra train fonts: 1 files, 1 families, set ")
+    assert "PiTableNewC-Regular.ttf" in lines[2:]
+    for more, says in ((["--split", "valid", "--extra-fonts", str(extra)], "--split train only"),
+                       (["--extra-fonts", str(tmp_path / "nope")], "does not exist")):
+        bad = subprocess.run(base + ["--out", str(tmp_path / "bad")] + more, cwd=REPO, capture_output=True, text=True,
+                             timeout=60)
+        assert bad.returncode == 2 and says in bad.stderr and "Traceback" not in bad.stderr, bad.stderr
         assert not (tmp_path / "bad").exists()
 
 

@@ -69,7 +69,7 @@ def _one(index: int) -> int:
 
     j = _JOB
     scene = make_scene(j["seed"], j["split"], index, j["kinds"], j["size"], j["backgrounds"], die_px=j["die_px"],
-                       max_dice=j["max_dice"], dark=j["dark"])
+                       max_dice=j["max_dice"], dark=j["dark"], extra_fonts=j.get("extra_fonts", ()))
     write_scene(scene, Path(j["out"]), scene_name(j["split"], j["seed"], index))
     return len(scene.labels)
 
@@ -97,12 +97,29 @@ def generate(argv: list[str]) -> int:
                     help="render only the scenes training keeps for calibration (one in 20 by the name, "
                          "pi_table.vision.dataset.is_calib_render): what --calibrate-only reads of a set, the same "
                          "files as the whole set's, about a twentieth of the time")
+    ap.add_argument("--extra-fonts", action="append", default=[], metavar="DIR",
+                    help="a folder of more TTF/OTF fonts for the train split only (repeatable): families the "
+                         "system already has, held-out ones included, are dropped, and each keeps at most "
+                         "4 files (docs/renders.md, Fonts)")
     a = ap.parse_args(argv)
+    extra: tuple[str, ...] = ()
+    if a.extra_fonts:
+        if a.split != "train":
+            ap.error(f"--extra-fonts is for --split train only, not {a.split}")
+        from pi_table.train.render.textures import extra_fonts_line, extra_train_fonts
+
+        try:
+            extra, _dropped = extra_train_fonts(tuple(a.extra_fonts))
+        except ValueError as e:
+            ap.error(str(e))
+        if not extra:
+            ap.error(f"--extra-fonts {','.join(a.extra_fonts)}: no font with ten digits of a family the system "
+                     "does not already have")
     bg = a.backgrounds if a.backgrounds and Path(a.backgrounds).is_dir() else None
     if a.backgrounds and bg is None:
         print(f"note: {a.backgrounds} not found: synthetic backgrounds only", file=sys.stderr)
     job = dict(seed=a.seed, split=a.split, kinds=a.kinds, size=a.size, backgrounds=bg, out=str(a.out),
-               die_px=a.die_px, max_dice=a.max_dice, dark=a.dark)
+               die_px=a.die_px, max_dice=a.max_dice, dark=a.dark, extra_fonts=extra)
     a.out.mkdir(parents=True, exist_ok=True)
     from pi_table.train.render import CLASSES
 
@@ -111,7 +128,9 @@ def generate(argv: list[str]) -> int:
     from pi_table.train.render.textures import font_set, fonts_for
 
     fonts_line = font_set()
-    (a.out / "fonts.txt").write_text(fonts_line + "\n" + "".join(f"{Path(f).name}\n" for f in fonts_for(a.split)))
+    if extra:
+        fonts_line += "\n" + extra_fonts_line(extra)
+    (a.out / "fonts.txt").write_text(fonts_line + "\n" + "".join(f"{Path(f).name}\n" for f in fonts_for(a.split) + extra))
     print(fonts_line, file=sys.stderr)
     t0 = time.time()
     idx = range(a.start, a.start + a.n)

@@ -128,22 +128,28 @@ def _dark_background(rng: np.random.Generator, size: int, split: str, bg_root: s
 
 def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6", "d8", "d10", "d10-tens"),
                size: int = 640, bg_root: str | None = None, die_px: tuple[float, float] | None = None,
-               max_dice: int = 12, dark: bool = False) -> Scene:
+               max_dice: int = 12, dark: bool = False, extra_fonts: tuple[str, ...] = ()) -> Scene:
     """Render scene ``index`` of (seed, split).  ``die_px`` overrides the die size range (px
     across at this ``size``) and ``max_dice`` caps the count (used by the compare sheet).
     ``dark``: dark dice on dark ground, every die's body from the split's dark palettes and the
     background a plate whose mean grey is under :data:`DARK_GREY` (drawn again until it is; the
     meta says ``"dark": true``).
 
+    ``extra_fonts``: font files drawn beside the split's own (``train`` only;
+    :func:`~pi_table.train.render.textures.extra_train_fonts`); without them the scene is the same
+    as before they existed.
+
     Raises:
-        ValueError: an unknown split, or ``dark`` with no dark palette or no dark background in
-            200 draws for the split."""
+        ValueError: an unknown split, ``extra_fonts`` for ``valid``, or ``dark`` with no dark palette
+            or no dark background in 200 draws for the split."""
     if split not in SPLIT_CODE:
         raise ValueError(f"split must be train or valid, not {split!r}")
+    if extra_fonts and split != "train":
+        raise ValueError(f"extra fonts are for the train split only, not {split!r}")
     if dark and not dark_palettes_for(split):
         raise ValueError(f"no dark palette in the {split} split")
     rng = np.random.default_rng([int(seed), SPLIT_CODE[split], int(index)])
-    fonts = fonts_for(split)
+    fonts = fonts_for(split) + tuple(extra_fonts)
     k = size / 640.0
     cam_h = size * rng.uniform(1.4, 4.0)
     cam = Camera(size, size, size / 2 + rng.normal(0, 0.05) * size, size / 2 + rng.normal(0, 0.05) * size, cam_h)

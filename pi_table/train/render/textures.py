@@ -26,15 +26,20 @@ _CLONES = {
     "liberationsans": "helvetica", "nimbussans": "helvetica", "freesans": "helvetica", "arimo": "helvetica",
     "liberationmono": "courier", "nimbusmono": "courier", "freemono": "courier", "cousine": "courier",
     "dejavusansmono": "dejavusans", "bitstreamvera": "dejavusans",
+    # TeX Gyre's clones of the URW designs (only ever met among --extra-fonts)
+    "texgyretermes": "times", "texgyreheros": "helvetica", "texgyrecursor": "courier", "texgyreschola": "c059",
+    "texgyrebonum": "urwbookman", "texgyrepagella": "p052", "texgyreadventor": "urwgothic",
 }
+MAX_EXTRA_PER_FAMILY = 4  # files a family of --extra-fonts gives at most, so that no big family crowds the rest
 _STYLE_WORDS = ("regular", "bold", "italic", "oblique", "light", "thin", "extra", "semi", "demi", "medium",
                 "black", "heavy", "book", "roman", "condensed", "narrow", "hairline", "ps", "ttf", "mt")
 
 
 def _family(path: str) -> str:
     """Family of a font file: stem before the first '-', without style / width words
-    (DejaVuSansCondensed-Bold -> dejavusans, NimbusSansNarrow-Bold -> nimbussans)."""
-    name = Path(path).stem.split("-")[0].lower()
+    (DejaVuSansCondensed-Bold -> dejavusans, NimbusSansNarrow-Bold -> nimbussans, LinLibertine_RB ->
+    linlibertine)."""
+    name = Path(path).stem.split("-")[0].split("_")[0].lower()
     changed = True
     while changed:
         changed = False
@@ -45,11 +50,8 @@ def _family(path: str) -> str:
     return _CLONES.get(name, name)
 
 
-@lru_cache(maxsize=1)
-def all_fonts() -> tuple[str, ...]:
-    """TTF/OTF fonts on this system that print the ten digits, sorted; may be empty."""
-    extra = os.environ.get("PI_TABLE_FONT_DIRS", "")
-    dirs = [d for d in extra.split(os.pathsep) if d] + list(FONT_DIRS)
+def _digit_fonts(dirs: list[str]) -> tuple[str, ...]:
+    """TTF/OTF files under ``dirs`` (searched recursively) that print ten distinct, visible digits, sorted."""
     found: set[str] = set()
     for d in dirs:
         root = Path(os.path.expanduser(d))
@@ -75,6 +77,58 @@ def all_fonts() -> tuple[str, ...]:
         except Exception:  # unreadable font file: skip
             continue
     return tuple(good)
+
+
+@lru_cache(maxsize=1)
+def all_fonts() -> tuple[str, ...]:
+    """TTF/OTF fonts on this system that print the ten digits, sorted; may be empty."""
+    extra = os.environ.get("PI_TABLE_FONT_DIRS", "")
+    return _digit_fonts([d for d in extra.split(os.pathsep) if d] + list(FONT_DIRS))
+
+
+@lru_cache(maxsize=8)
+def extra_train_fonts(dirs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Fonts for the ``train`` split only, from folders outside the system's (``render --extra-fonts``):
+    more designs for the numeral model to learn digits from, while ``valid``'s held-out families and
+    the split itself (:func:`fonts_for`, :func:`font_set`) stay as they are.
+
+    A file is dropped when its family (:func:`_family`, clones joined) is one of ``valid``'s, or is
+    already a system family, or its name is a system font's; each family keeps at most
+    :data:`MAX_EXTRA_PER_FAMILY` files, evenly spaced in name order.
+
+    Returns:
+        (kept, dropped): absolute paths, sorted.
+    Raises:
+        ValueError: a folder that does not exist."""
+    for d in dirs:
+        if not Path(os.path.expanduser(d)).is_dir():
+            raise ValueError(f"--extra-fonts folder {d!r} does not exist")
+    system = all_fonts()
+    system_names = {Path(p).name for p in system}
+    system_fams = {_family(p) for p in system}
+    kept: dict[str, list[str]] = {}
+    dropped = []
+    for p in _digit_fonts(list(dirs)):
+        fam = _family(p)
+        if fam in system_fams or Path(p).name in system_names:
+            dropped.append(p)
+        else:
+            kept.setdefault(fam, []).append(p)
+    out = []
+    for fam, files in kept.items():
+        if len(files) > MAX_EXTRA_PER_FAMILY:
+            pick = np.linspace(0, len(files) - 1, MAX_EXTRA_PER_FAMILY).round().astype(int)
+            dropped += [f for i, f in enumerate(files) if i not in set(pick.tolist())]
+            files = [files[i] for i in pick]
+        out += files
+    return tuple(sorted(out)), tuple(sorted(dropped))
+
+
+def extra_fonts_line(fonts: tuple[str, ...]) -> str:
+    """One line naming ``--extra-fonts``' kept files, e.g. ``extra train fonts: 124 files, 35 families,
+    set 0a1b2c3d`` (the set id as :func:`font_set`'s, over the file names)."""
+    digest = format(md5_int("\n".join(sorted(Path(p).name for p in fonts))), "032x")[:8]
+    return f"extra train fonts: {len(fonts)} files, {len({_family(p) for p in fonts})} families, set {digest}"
 
 
 @lru_cache(maxsize=4)
