@@ -190,8 +190,9 @@ def test_extra_fonts_are_train_only_and_leave_the_split_alone(tmp_path):
     assert seen & {Path(p).name for p in kept}, "the extra fonts are drawn"
     with pytest.raises(ValueError, match="train split only"):
         make_scene(3, "valid", 0, ("d8",), 192, None, extra_fonts=kept)
-    with pytest.raises(ValueError, match="does not exist"):
-        extra_train_fonts((str(tmp_path / "nope"),))
+    for bad in (str(tmp_path / "nope"), ""):  # "" would be the working folder: refused, not searched
+        with pytest.raises(ValueError, match="does not exist"):
+            extra_train_fonts((bad,))
 
 
 def test_palette_and_surface_splits_disjoint():

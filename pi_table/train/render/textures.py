@@ -36,7 +36,7 @@ _STYLE_WORDS = ("regular", "bold", "italic", "oblique", "light", "thin", "extra"
 
 
 def _family(path: str) -> str:
-    """Family of a font file: stem before the first '-', without style / width words
+    """Family of a font file: stem before the first '-' or '_', without style / width words
     (DejaVuSansCondensed-Bold -> dejavusans, NimbusSansNarrow-Bold -> nimbussans, LinLibertine_RB ->
     linlibertine)."""
     name = Path(path).stem.split("-")[0].split("_")[0].lower()
@@ -101,7 +101,7 @@ def extra_train_fonts(dirs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str
     Raises:
         ValueError: a folder that does not exist."""
     for d in dirs:
-        if not Path(os.path.expanduser(d)).is_dir():
+        if not d or not Path(os.path.expanduser(d)).is_dir():
             raise ValueError(f"--extra-fonts folder {d!r} does not exist")
     system = all_fonts()
     system_names = {Path(p).name for p in system}
