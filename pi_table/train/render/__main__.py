@@ -69,7 +69,7 @@ def _one(index: int) -> int:
 
     j = _JOB
     scene = make_scene(j["seed"], j["split"], index, j["kinds"], j["size"], j["backgrounds"], die_px=j["die_px"],
-                       max_dice=j["max_dice"], dark=j["dark"], extra_fonts=j.get("extra_fonts", ()))
+                       max_dice=j["max_dice"], dark=j["dark"], extra_fonts=j["extra_fonts"])
     write_scene(scene, Path(j["out"]), scene_name(j["split"], j["seed"], index))
     return len(scene.labels)
 

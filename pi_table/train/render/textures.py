@@ -116,11 +116,9 @@ def extra_train_fonts(dirs: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str
             kept.setdefault(fam, []).append(p)
     out = []
     for fam, files in kept.items():
-        if len(files) > MAX_EXTRA_PER_FAMILY:
-            pick = np.linspace(0, len(files) - 1, MAX_EXTRA_PER_FAMILY).round().astype(int)
-            dropped += [f for i, f in enumerate(files) if i not in set(pick.tolist())]
-            files = [files[i] for i in pick]
-        out += files
+        pick = set(np.linspace(0, len(files) - 1, min(len(files), MAX_EXTRA_PER_FAMILY)).round().astype(int).tolist())
+        out += [f for i, f in enumerate(files) if i in pick]
+        dropped += [f for i, f in enumerate(files) if i not in pick]
     return tuple(sorted(out)), tuple(sorted(dropped))
 
 
