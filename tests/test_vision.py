@@ -1240,6 +1240,39 @@ def test_bench_per_model_splits_a_frame_by_model():
                                     thread_options=(1,))[0]
 
 
+X86_CPUINFO = """processor\t: 0
+vendor_id\t: AuthenticAMD
+model\t\t: 1
+model name\t: AMD EPYC
+flags\t\t: fpu sse sse2 ssse3 sse4_1 sse4_2 avx avx2 fma
+"""
+PI5_CPUINFO = """processor\t: 0
+BogoMIPS\t: 108.00
+Features\t: fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp
+
+Revision\t: d04170
+Model\t\t: Raspberry Pi 5 Model B Rev 1.0
+"""
+
+
+def test_bench_names_the_cpu_and_whether_it_has_int8_dot_products():
+    """bench.machine: the CPU's name, its SIMD flags and whether int8 convolutions get dot-product
+    instructions (AVX2 alone: no; a Pi 5's asimddp: yes); a numeric x86 'model' is not a name."""
+    from pi_table.vision.bench import machine, machine_line
+
+    x86 = machine(X86_CPUINFO)
+    assert x86["cpu"] == "AMD EPYC" and x86["simd"] == ["sse4_2", "avx2"] and x86["int8_dot"] is False
+    assert "int8 dot products no" in machine_line(x86) and "avx2" in machine_line(x86)
+    pi = machine(PI5_CPUINFO)
+    assert pi["cpu"] == "Raspberry Pi 5 Model B Rev 1.0" and pi["int8_dot"] is True
+    assert pi["simd"] == ["asimd", "asimddp"]
+    assert "int8 dot products yes" in machine_line(pi)
+    none = machine("")
+    assert none["int8_dot"] is None and none["simd"] == [] and "unknown" in machine_line(none)
+    vnni = machine(X86_CPUINFO.replace("avx2 fma", "avx2 fma avx512f avx512_vnni"))
+    assert vnni["int8_dot"] is True and vnni["simd"][-2:] == ["avx512f", "avx512_vnni"]
+
+
 def test_bench_times_a_frame_of_numbered_dice_after_the_d6_frames():
     """numbered_counts: a frame of rendered flat d8, d10 and d10-tens (bench.numbered_frame, made
     by the kit's renderer: the train extra) is read too, its row last with kind "numbered", and the

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import statistics
 import time
 from pathlib import Path
@@ -222,6 +223,53 @@ def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: b
             names = list(dict.fromkeys(k for frame_ms in spent for k in frame_ms))
             rows[-1]["models_ms"] = {k: round(statistics.median(f.get(k, 0.0) for f in spent), 2) for k in names}
     return rows
+
+
+# The instructions a CPU multiplies int8 numbers with, four at a time into 32-bit sums (the
+# shipped classifiers and numeral model are int8: models/classifier.md). Without them an int8
+# convolution runs at about float speed: 2.44 ms a 48x48 crop for the int8 classifier against 2.34
+# for the same net in float32, one thread, on an AVX2-only AMD EPYC at 2 GHz (2026-11-29,
+# models/classifier.md "Speed"). Names as Linux's /proc/cpuinfo flags / Features give them.
+INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
+SIMD_FLAGS = ("sse4_2", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "asimd", "asimddp", "i8mm")
+
+
+def machine(cpuinfo: str | None = None) -> dict:
+    """The CPU a bench ran on, so that its figures can be compared across machines.
+
+    Args:
+        cpuinfo: the text of Linux's ``/proc/cpuinfo`` (read when None; empty elsewhere).
+
+    Returns:
+        ``{"cpu": str, "arch": str, "cores": int, "simd": [str], "int8_dot": bool | None}``:
+        the model name (``model name``, or on a Raspberry Pi ``Model``; else
+        ``platform.processor()``), ``platform.machine()``, ``os.cpu_count()``, the flags of
+        :data:`SIMD_FLAGS` it has, and whether it has one of :data:`INT8_DOT_FLAGS` (None when
+        no flags could be read: not Linux).
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text(errors="replace")
+        except OSError:
+            cpuinfo = ""
+    fields: dict[str, str] = {}
+    for line in cpuinfo.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            fields.setdefault(key.strip().lower(), value.strip())
+    flags = set((fields.get("flags") or fields.get("features") or "").split())
+    model = fields.get("model", "")
+    name = fields.get("model name") or (model if model and not model.isdigit() else "") or platform.processor() or "unknown"
+    return {"cpu": name, "arch": platform.machine(), "cores": os.cpu_count(),
+            "simd": [f for f in SIMD_FLAGS if f in flags],
+            "int8_dot": any(f in flags for f in INT8_DOT_FLAGS) if flags else None}
+
+
+def machine_line(m: dict) -> str:
+    """:func:`machine`'s dict as one line of text."""
+    dot = {True: "yes", False: "no: int8 models run at about float speed", None: "unknown"}[m["int8_dot"]]
+    return (f"CPU: {m['cpu']} ({m['arch']}, {m['cores']} cores; SIMD {' '.join(m['simd']) or 'unknown'}; "
+            f"int8 dot products {dot})")
 
 
 def _page_faults() -> int | None:

@@ -253,7 +253,7 @@ def _eval(args) -> int:
 def _bench(args) -> int:
     import os
 
-    from pi_table.vision.bench import bench, format_rows
+    from pi_table.vision.bench import bench, format_rows, machine, machine_line
     from pi_table.vision.reader import DiceReader
 
     if args.repeats < 1:
@@ -264,8 +264,9 @@ def _bench(args) -> int:
         print("pi-table bench: no numbered-dice frame timed (it needs a numeral model and the renderer, whose Pillow "
               "comes with the train extra: pip install -e '.[train]')", file=sys.stderr)
     if args.json:
-        print(json.dumps({"cpu_count": os.cpu_count(), "rows": rows}))
+        print(json.dumps({"cpu_count": os.cpu_count(), "machine": machine(), "rows": rows}))
     else:
         print(f"640x640 frames, model load excluded, {args.repeats} reads per case, {os.cpu_count()} cores")
+        print(machine_line(machine()))
         print(format_rows(rows))
     return 0
