@@ -258,7 +258,10 @@ def pad_first_conv(path: Path, multiple: int = 4) -> bool:
     """Give the first convolution of a QDQ model (:func:`quantize_int8`'s) a multiple of ``multiple``
     input channels, in place: its quantized input gets zero channels (an ONNX ``Pad``) and its int8
     weights zeros for them. Every integer sum, and so every output, stays as it was, bit for bit:
-    the added products are all 0 whatever the input's zero point.
+    the added products are all 0 whatever the input's zero point. (With full 8-bit weights on an
+    x86 CPU without VNNI the sums themselves saturate in 16 bits, and the zero channels change
+    which products are summed together: there the outputs move a little; with ``reduce_range``
+    weights, as the classifiers', they stay bit for bit there too.)
 
     Why: onnxruntime (1.32, x86 with AVX-512 VNNI) runs an int8 3x3 convolution over 3 input
     channels (the die classifier's first layer, on RGB crops) slowly: 2.7 of the 7.7 ms a
