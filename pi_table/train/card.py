@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     p.add_argument("--note", default="")
     args = p.parse_args(argv)
 
-    from pi_table.vision.bench import bench
+    from pi_table.vision.bench import bench, machine, machine_line
     from pi_table.vision.dataset import load_label_fixes
     from pi_table.vision.evaluate import evaluate, evaluate_close_ups, evaluate_cut_crops
     from pi_table.vision.reader import DiceReader, model_files
@@ -152,6 +152,7 @@ def main(argv=None) -> int:
                              "|---|---|---|---|---|---|"]
                             + [f"| {r['threads']} | {r['dice']} | {'all (worst case)' if r['all_unsure'] else r['unsure']} "
                                f"| {r['median_ms']} | {r['p90_ms']} | {r['fps']} |" for r in speed])
+    speed_table = machine_line(machine()) + "\n\n" + speed_table
     if any(r["all_unsure"] for r in speed):
         speed_table += ("\n\nUnsure dice (below the threshold) are read again (second look): the frame's time grows "
                         "with them; 'all' is the worst case, every die unsure.")
