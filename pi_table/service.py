@@ -480,13 +480,14 @@ def _serve(args) -> int:
     service = Service(settings)
     if service.check_pin.new_pin:
         print(f"GM PIN: {service.check_pin.new_pin}  (printed once; stored hashed in {settings.state_dir})", flush=True)
-    from pi_table.outputs.web import install_stop_handlers, serve_forever
+    from pi_table.outputs.web import install_stop_handlers, listen, serve_forever
 
     capture = threading.Thread(target=service.run, name="capture", daemon=True)
     try:
+        server = listen(service, settings.host, int(settings.port))  # a busy port stops here, before any roll
         install_stop_handlers(service)  # before the first roll: SIGTERM mid-roll is a clean stop
         capture.start()
-        serve_forever(service, settings.host, int(settings.port))
+        serve_forever(service, settings.host, int(settings.port), server=server)
     finally:
         service.stop()
         if capture.is_alive():

@@ -26,6 +26,7 @@ def run_cli(*args: str, tmp_path=None) -> subprocess.CompletedProcess:
         (("serve", "--port", "70000"), "70000"),
         (("serve", "--port", "eighty"), "eighty"),
         (("serve", "--config", "/no/such.toml"), "/no/such.toml"),
+        (("serve", "--host", "no.such.host.invalid"), "no.such.host.invalid"),
         (("frobnicate",), "frobnicate"),
     ],
 )
@@ -34,6 +35,24 @@ def test_bad_input_is_one_line_and_exit_2(args, needle, tmp_path):
     assert result.returncode == 2, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0] and "Traceback" not in result.stderr
+
+
+def test_serve_on_a_port_in_use_is_one_line_and_exit_2_before_any_roll(tmp_path):
+    """A port another program holds (a second serve, the systemd service): exit 2, the last line
+    on stderr names the address, no traceback, and no roll was read (the capture never started)."""
+    import socket
+
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen(1)
+        port = held.getsockname()[1]
+        result = run_cli("serve", "--host", "127.0.0.1", "--port", str(port), "--source", "demo",
+                         "--pin", "123456", tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("pi-table: error: cannot listen on 127.0.0.1:") and str(port) in last
+    assert "another pi-table serve" in last
+    assert "Traceback" not in result.stderr and "reading rolls" not in result.stderr
 
 
 def test_bad_config_key(tmp_path):

@@ -291,10 +291,34 @@ def install_stop_handlers(service) -> None:
         signal.signal(signal.SIGINT, stop)
 
 
-def serve_forever(service, host: str, port: int) -> None:
-    """Serve the app with waitress until SIGTERM/SIGINT; then stop the capture loop cleanly."""
+def listen(service, host: str, port: int):
+    """:func:`make_server`, its socket bound to ``host``:``port``.
+
+    Raises:
+        pi_table.cli.UsageError: the address cannot be listened on (a port another program holds,
+            such as a second ``pi-table serve`` or the systemd service; a port below 1024 without
+            root; an unknown host name), as one line naming it.
+    """
+    from pi_table.cli import UsageError
+
+    try:
+        return make_server(service, host, port)
+    except (OSError, ValueError) as exc:  # waitress: ValueError for a host it cannot resolve
+        import errno
+
+        reason = getattr(exc, "strerror", None) or str(exc).rstrip(".") or type(exc).__name__
+        hint = {errno.EADDRINUSE: " (is another pi-table serve or the pi-table service running? stop it, or pick "
+                                  "another --port)",
+                errno.EACCES: " (ports below 1024 need root: pick another --port)"}.get(getattr(exc, "errno", None), "")
+        raise UsageError(f"cannot listen on {host}:{port}: {reason}{hint}") from None
+
+
+def serve_forever(service, host: str, port: int, server=None) -> None:
+    """Serve the app with waitress until SIGTERM/SIGINT; then stop the capture loop cleanly.
+
+    ``server``: one :func:`listen` made already (default: made here)."""
     install_stop_handlers(service)
-    server = make_server(service, host, port)
+    server = server if server is not None else listen(service, host, port)
     log.info("web page on http://%s:%s/ (GM page /gm)", host, server.effective_port)
     try:
         server.run()
