@@ -141,3 +141,44 @@ def test_gm_adds_a_player_and_picks_the_roller(served, page):
     assert service.table.players()[0].luck == 1
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "gm-players.png"), full_page=True)
+
+
+def test_each_dies_label_shows_under_its_face_on_a_small_phone(served, page):
+    """A roll of eight d10 (The Contract), one unreadable, wraps onto a second row on a small phone:
+    each die's kind or status label lies under its own face, inside the page, clear of every face
+    (it once hung below the face, under the next row's dice, and inside the d10's clipped shape,
+    where it was cut off)."""
+    from pi_table.vision.dice import Die, Reading
+
+    service, base = served
+    dice = tuple(Die("d10", str(v), v, (10.0 + 50 * i, 10.0, 50.0 + 50 * i, 50.0), 0.99, "ok")
+                 for i, v in enumerate((7, 3, 9, 0, 5, 2, 8)))
+    dice += (Die("d10", "", 0, (400.0, 10.0, 440.0, 50.0), 0.4, "unreadable"),)
+    service.reader = FakeReader(Reading(image="tray.jpg", width=640, height=640, ms=1.0, dice=dice))
+    service.set_system("contract")
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    roll_now(service)
+    page.wait_for_function("document.querySelectorAll('#dice .die').length === 8", timeout=10_000)
+    boxes = page.eval_on_selector_all("#dice .die", """dies => dies.map(d => {
+        const r = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+        const face = d.querySelector('.face'), kind = d.querySelector('.kind');
+        return {face: r(face), kind: r(kind), text: kind.textContent,
+                inFace: face.contains(kind), clip: getComputedStyle(face).clipPath};
+    })""")
+    assert len({round(b["face"][1]) for b in boxes}) >= 2  # the dice wrap onto a second row
+    assert [b["text"] for b in boxes] == ["d10"] * 7 + ["unreadable"]
+    for i, b in enumerate(boxes):
+        assert not b["inFace"] and b["clip"].startswith("polygon")  # the shape is clipped, the label is not
+        kl, kt, kr, kb = b["kind"]
+        assert kt >= b["face"][3] - 0.5 and kb - kt > 5  # under its face, and drawn
+        assert kl >= 0 and kr <= 390
+        for j, other in enumerate(boxes):
+            fl, ft, fr, fb = other["face"]
+            assert j == i or not (kl < fr and kr > fl and kt < fb and kb > ft), (i, j)
+    # the dice lie at the photo's top edge (boxes from y = 10 of 640): their labels hang under the boxes, in the photo
+    photo = page.locator("#photo-img").bounding_box()
+    tags = page.eval_on_selector_all("#boxes .box span", "ss => ss.map(s => s.getBoundingClientRect().top)")
+    assert len(tags) == 8 and all(t >= photo["y"] for t in tags)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "viewer-d10.png"), full_page=True)

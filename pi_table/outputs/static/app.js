@@ -13,13 +13,15 @@ let history = [];
 
 function drawDie(d) {
   const ok = d.status === "ok";
+  // the face's shape is clipped for d8/d10, so the kind label is its sibling, not its child
   const die = el("div", "die " + d.kind + (ok ? "" : " warn"));
   die.title = `${d.kind}: ${ok ? d.face : d.status} (confidence ${Math.round(d.confidence * 100)}%)`;
+  const face = die.appendChild(el("div", "face"));
   if (ok && d.kind === "d6" && PIPS[d.value]) {
     die.classList.add("pips");
-    for (let i = 0; i < 9; i++) die.appendChild(el("span", PIPS[d.value].includes(i) ? "pip" : ""));
+    for (let i = 0; i < 9; i++) face.appendChild(el("span", PIPS[d.value].includes(i) ? "pip" : ""));
   } else {
-    die.appendChild(document.createTextNode(ok ? d.face : "?"));
+    face.textContent = ok ? d.face : "?";
   }
   die.appendChild(el("span", "kind", ok ? d.kind : d.status));
   return die;
@@ -73,7 +75,8 @@ function drawRoll(roll) {
     const boxes = $("boxes"); boxes.replaceChildren();
     roll.dice.forEach((d) => {
       const [x0, y0, x1, y1] = d.box;
-      const b = el("div", "box" + (d.status === "ok" ? "" : " warn"));
+      // a die at the photo's top edge has its label under its box, inside the photo
+      const b = el("div", "box" + (d.status === "ok" ? "" : " warn") + (y0 < 0.06 * roll.height ? " low" : ""));
       Object.assign(b.style, { left: (100 * x0 / roll.width) + "%", top: (100 * y0 / roll.height) + "%",
         width: (100 * (x1 - x0) / roll.width) + "%", height: (100 * (y1 - y0) / roll.height) + "%" });
       b.appendChild(el("span", "", d.status === "ok" ? d.face : "?"));
