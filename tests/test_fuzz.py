@@ -300,7 +300,8 @@ def test_cli_serve_any_options(data, capsys, tmp_path_factory, monkeypatch):
     import pi_table.vision as vision
 
     served = []
-    monkeypatch.setattr(web, "serve_forever", lambda service, host, port: served.append((host, port)))
+    monkeypatch.setattr(web, "listen", lambda service, host, port: object())  # never bind a socket
+    monkeypatch.setattr(web, "serve_forever", lambda service, host, port, server=None: served.append((host, port)))
     monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
     monkeypatch.delenv("PI_TABLE_PIN", raising=False)
     state = tmp_path_factory.mktemp("serve")
@@ -314,7 +315,7 @@ def test_cli_serve_any_options(data, capsys, tmp_path_factory, monkeypatch):
                                   max_size=3, unique=True), label="options"):
         value = str(config) if opt == "--config" and data.draw(st.booleans(), label="real config") else data.draw(words, label=opt)
         if opt == "--host" and value not in ("", "-"):
-            value = "127.0.0.1"  # never listen: serve_forever is stubbed, but keep it local anyway
+            value = "127.0.0.1"  # never listen: listen and serve_forever are stubbed, but keep it local anyway
         argv += [opt, value]
     old = Device.pin_factory
     Device.pin_factory = MockFactory()
@@ -363,7 +364,8 @@ def test_serve_bad_config_values_exit_2(line, capsys, tmp_path, monkeypatch):
     import pi_table.outputs.web as web
     import pi_table.vision as vision
 
-    monkeypatch.setattr(web, "serve_forever", lambda service, host, port: None)
+    monkeypatch.setattr(web, "listen", lambda service, host, port: object())  # never bind a socket
+    monkeypatch.setattr(web, "serve_forever", lambda service, host, port, server=None: None)
     monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
     monkeypatch.delenv("PI_TABLE_PIN", raising=False)
     argv = ["serve", "--state-dir", str(tmp_path / "state"), "--source", "demo"]
