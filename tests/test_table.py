@@ -34,6 +34,17 @@ def test_dice_that_do_not_fit_the_system_are_invalid_not_a_crash(tmp_path):
     assert roll.outcome == "invalid" and roll.why
 
 
+def test_an_empty_tray_says_which_kinds_the_system_reads(tmp_path):
+    """No die read (an empty tray, or only dice of kinds the system's read leaves out, such as d8
+    on a Contract table): invalid, and the why names the kinds the system reads."""
+    table = Table(tmp_path / "t.db", "contract")
+    roll = table.record(d6_reading())
+    assert roll.outcome == "invalid" and table.tokens.tension == 0
+    assert roll.why[-1] == "no die read: contract reads only d10 from the tray; other kinds are left out"
+    assert "d8 and d6" in Table(tmp_path / "a.db", "contingency-action").record(d6_reading()).why[-1]
+    assert len(table.record(d6_reading(4, 5)).why) == 1  # dice read, of the wrong kind: the rules' own reason
+
+
 def test_gm_changes_and_undo(tmp_path):
     table = Table(tmp_path / "t.db", "charge")
     table.add_tension(3)

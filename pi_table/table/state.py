@@ -245,7 +245,12 @@ def resolve_reading(system: str, params: dict, reading: Reading) -> tuple[str, d
     try:
         resolution = rules.resolve_dice(system, [(d.kind, d.value) for d in reading.dice], params)
     except ValueError as exc:
-        return INVALID, {}, (str(exc),), no_effects
+        why = (str(exc),)
+        if not reading.dice:  # an empty tray, or dice of kinds this system does not read (left out by the reader)
+            read = rules.KINDS_BY_SYSTEM.get(system, ())
+            kinds = " and ".join(filter(None, (", ".join(read[:-1]), read[-1]))) if read else "no kind"
+            why += (f"no die read: {system} reads only {kinds} from the tray; other kinds are left out",)
+        return INVALID, {}, why, no_effects
     return resolution.outcome, resolution.to_json(), tuple(resolution.why), resolution.effects
 
 
