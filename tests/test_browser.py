@@ -92,6 +92,25 @@ def test_gm_control_changes_the_leds(served, page):
     page.screenshot(path=str(SHOTS / "gm.png"), full_page=True)
 
 
+def test_gm_types_the_face_of_an_unreadable_die(served, page):
+    """The last roll's unreadable die shows on /gm as an empty, marked field with a 'set' button;
+    typing its face there re-resolves the roll (RULES.md: an unreadable die is never guessed)."""
+    service, base = served
+    service.reader = FakeReader(d6_reading(5, status="unreadable"))
+    roll_now(service)
+    page.goto(base + "/gm")
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#last-dice form.fix.warn", timeout=10_000)
+    field = page.locator("#last-dice form.fix input")
+    assert field.input_value() == "" and field.get_attribute("placeholder") == "?"
+    assert page.inner_text("#last-dice form.fix button") == "set d6 #1"
+    field.fill("5")
+    page.click("#last-dice form.fix button")
+    page.wait_for_function("!document.querySelector('#last-dice form.fix.warn')", timeout=10_000)
+    assert service.state().last_roll.reading.dice[0].face == "5"
+
+
 def mock_pin_lit(service: Service, pin: int) -> bool:
     return bool(service.panel.factory.pin(pin).state)
 

@@ -25,7 +25,8 @@ async function refresh() {
   if (s.last_roll) s.last_roll.dice.forEach((d, i) => {
     const f = document.createElement("form"); f.className = "fix";
     const inp = document.createElement("input"); inp.value = d.face; inp.setAttribute("aria-label", `die ${i + 1} face`);
-    const b = document.createElement("button"); b.textContent = `${d.kind} #${i + 1}`;
+    inp.placeholder = "?"; if (d.status !== "ok") { inp.title = `die ${i + 1} ${d.status}: type its face`; f.classList.add("warn"); }
+    const b = document.createElement("button"); b.textContent = `set ${d.kind} #${i + 1}`;
     f.append(inp, b);
     f.onsubmit = (e) => { e.preventDefault(); act(() => api("PUT", `/api/rolls/${s.last_roll.id}/dice/${i}`, { face: inp.value }), "die corrected"); };
     box.appendChild(f);
