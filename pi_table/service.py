@@ -487,7 +487,7 @@ def _serve(args) -> int:
         server = listen(service, settings.host, int(settings.port))  # a busy port stops here, before any roll
         install_stop_handlers(service)  # before the first roll: SIGTERM mid-roll is a clean stop
         capture.start()
-        serve_forever(service, settings.host, int(settings.port), server=server)
+        serve_forever(service, server, settings.host)
     finally:
         service.stop()
         if capture.is_alive():

@@ -301,7 +301,7 @@ def test_cli_serve_any_options(data, capsys, tmp_path_factory, monkeypatch):
 
     served = []
     monkeypatch.setattr(web, "listen", lambda service, host, port: object())  # never bind a socket
-    monkeypatch.setattr(web, "serve_forever", lambda service, host, port, server=None: served.append((host, port)))
+    monkeypatch.setattr(web, "serve_forever", lambda service, server, host: served.append(host))
     monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
     monkeypatch.delenv("PI_TABLE_PIN", raising=False)
     state = tmp_path_factory.mktemp("serve")
@@ -365,7 +365,7 @@ def test_serve_bad_config_values_exit_2(line, capsys, tmp_path, monkeypatch):
     import pi_table.vision as vision
 
     monkeypatch.setattr(web, "listen", lambda service, host, port: object())  # never bind a socket
-    monkeypatch.setattr(web, "serve_forever", lambda service, host, port, server=None: None)
+    monkeypatch.setattr(web, "serve_forever", lambda service, server, host: None)
     monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
     monkeypatch.delenv("PI_TABLE_PIN", raising=False)
     argv = ["serve", "--state-dir", str(tmp_path / "state"), "--source", "demo"]

@@ -313,12 +313,10 @@ def listen(service, host: str, port: int):
         raise UsageError(f"cannot listen on {host}:{port}: {reason}{hint}") from None
 
 
-def serve_forever(service, host: str, port: int, server=None) -> None:
-    """Serve the app with waitress until SIGTERM/SIGINT; then stop the capture loop cleanly.
-
-    ``server``: one :func:`listen` made already (default: made here)."""
+def serve_forever(service, server, host: str) -> None:
+    """Serve the app on ``server`` (:func:`listen`'s, bound to ``host``) with waitress until
+    SIGTERM/SIGINT; then stop the capture loop cleanly."""
     install_stop_handlers(service)
-    server = server if server is not None else listen(service, host, port)
     log.info("web page on http://%s:%s/ (GM page /gm)", host, server.effective_port)
     try:
         server.run()
