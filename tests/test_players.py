@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import queue
 import time
 from fractions import Fraction
@@ -128,6 +129,53 @@ def test_momentum_goes_to_the_roller(tmp_path):
     assert table.player(bo.id).momentum == 4 and table.player(ana.id).momentum == 2
     assert table.undo()
     assert table.player(bo.id).momentum == 5 and table.roll(roll.id).outcome == "critical"
+
+
+
+def test_a_roll_takes_what_it_spends_from_the_roller(tmp_path):
+    """Seed 004 "Push Yourself" (2 momentum), "Determination Roll" (1 a die); seed 001 "Luck Dice" (1 luck point)."""
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1, "push": "die"})
+    ana = table.add_player("Ana", momentum=3, luck=2)
+    table.set_roller(ana.id)
+    roll = table.record(d6_reading(6, 2))  # full, but it spent momentum: gains none, pays 2
+    assert roll.outcome == "full" and roll.result["momentum_spent"] == 2
+    assert table.player(ana.id).momentum == 1
+    short = table.record(d6_reading(4, 2))  # pushes again with 1 left: never below 0, and the why says so
+    assert table.player(ana.id).momentum == 0
+    assert any("Ana had 1 momentum for the 2 this roll spends" in w for w in short.why)
+    table.update_player(ana.id, momentum=4)
+    table.set_system("charge", {"roll": "determination", "dots": 3})
+    table.record(d6_reading(5, 2, 1))
+    assert table.player(ana.id).momentum == 1
+    table.set_system("contingency-skill", {"luck": True, "target": 5})
+    table.record(reading(("d6", 3), ("d8", 4), ("d10", 9), ("d8", 2)))  # the 4th die is the luck die
+    assert table.player(ana.id).luck == 1 and table.player(ana.id).momentum == 1
+    assert table.tokens.momentum == 0  # a roller's spending never touches the table-level count
+
+
+def test_a_corrected_die_pays_once_and_undo_gives_it_back(tmp_path):
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1, "push": "die"})
+    ana = table.add_player("Ana", momentum=2)
+    table.set_roller(ana.id)
+    dice = d6_reading(6, 3)
+    dice = replace(dice, dice=(dice.dice[0], replace(dice.dice[1], status="unreadable")))
+    roll = table.record(dice)  # a re-roll: nothing resolved, nothing paid yet
+    assert roll.outcome == "reroll" and table.player(ana.id).momentum == 2
+    table.correct_die(roll.id, 1, "3")
+    assert table.roll(roll.id).outcome == "full" and table.player(ana.id).momentum == 0
+    table.record(d6_reading(4, 1))  # another push meanwhile: already at 0
+    table.update_player(ana.id, momentum=5)
+    assert table.undo()  # the momentum edit
+    assert table.undo()  # the correction: its 2 come back, and the roll is a re-roll again
+    assert table.roll(roll.id).outcome == "reroll" and table.player(ana.id).momentum == 2
+
+
+def test_no_roller_spends_from_the_table_level_momentum(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    table.record(d6_reading(6, 6))  # critical: +3 to the table-level count
+    table.set_system("charge", {"dots": 1, "push": "die"})
+    table.record(d6_reading(6, 2))
+    assert table.tokens.momentum == 1
 
 
 # -- odds of a roll ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import stat
 import pytest
 
 from pi_table.table import Table
+from pi_table.vision.dice import Die, Reading
 from tests.conftest import d6_reading
 
 
@@ -91,3 +92,20 @@ def test_state_survives_a_reopen_and_files_are_private(tmp_path):
     assert again.system == "charge" and again.tokens.tension == 2
     assert again.state().last_roll.outcome == "partial"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_undoing_a_gm_change_keeps_what_rolls_gave_since(tmp_path):
+    """Undo takes back the GM's own change, not the tension tokens and omens rolls added after it."""
+    table = Table(tmp_path / "t.db", "contingency-action")
+    table.add_tension(3)
+    roll = table.record(Reading("t.jpg", 640, 640, 1.0, tuple(
+        Die(k, str(v), v, (10.0 * i, 0.0, 10.0 * i + 8, 8.0), 0.99, "ok") for i, (k, v) in enumerate((("d8", 1), ("d6", 6), ("d6", 6))))))
+    assert roll.outcome == "disastrous" and table.tokens.tension == 5  # seed 000: two cuts past disastrous
+    assert table.undo()  # the GM's +3
+    assert table.tokens.tension == 2
+    table.set_system("contingency-skill", {"target": 5})
+    table.add_tension(-1)
+    table.new_scene()
+    assert table.undo() and table.undo()  # the scene, then the spent token
+    assert table.tokens.tension == 2
+    assert table.undo() and table.system == "contingency-action" and table.tokens.tension == 2

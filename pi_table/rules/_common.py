@@ -26,6 +26,10 @@ class TableEffects:
         player_omens: player omens earned for this roll (seed 001 "Player Omens"); they are
             spent on the roll itself and do not carry over.
         momentum: momentum the roller gains (seed 004 "Momentum").
+        momentum_spent: momentum the roller spends on the roll (seed 004 "Push Yourself": 2;
+            "Determination Roll": 1 per die). A teammate's assist (1 momentum) is not the
+            roller's and is not counted here.
+        luck_spent: luck points the roller spends (seed 001 "Luck Dice": 1 per luck die).
     All are non-negative integers.
     """
 
@@ -33,9 +37,11 @@ class TableEffects:
     gm_omens: int = 0
     player_omens: int = 0
     momentum: int = 0
+    momentum_spent: int = 0
+    luck_spent: int = 0
 
     def to_json(self) -> dict:
-        """``{"tension_tokens": int, "gm_omens": int, "player_omens": int, "momentum": int}``."""
+        """``{"tension_tokens", "gm_omens", "player_omens", "momentum", "momentum_spent", "luck_spent"}``, all int."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

@@ -567,7 +567,7 @@ def resolve(
         zm, left = zones_reached(mp, path)
         why.append(f"reposition: {mp} movement points, {plural(zm, 'zone')} moved")
     return SkillResolution(
-        system=SYSTEM, outcome=outcome, why=tuple(why), effects=TableEffects(gm_omens=go, player_omens=po),
+        system=SYSTEM, outcome=outcome, why=tuple(why), effects=TableEffects(gm_omens=go, player_omens=po, luck_spent=int(luck_pair is not None)),
         dice=rolled, modifiers=mods, faces=tuple(faces), net_advantage=net, result_die=result_kind,
         result_index=idx, luck=luck_pair, result=result, target=target, difficulty=difficulty_name(target),
         margin=result - target, fail_by_one=fail_by_one, player_omens=po, gm_omens=go, penalties=penalties,

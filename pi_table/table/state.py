@@ -347,13 +347,28 @@ class Table:
         return self._row_to_roll(row)
 
     def _apply(self, tokens: Tokens, effects: "rules.TableEffects", sign: int = 1, momentum: bool = True) -> Tokens:
-        """Tokens plus (sign 1) or minus (-1) a roll's effects; ``momentum=False`` leaves the
-        table-level momentum alone (it went to a player)."""
+        """Tokens plus (sign 1) or minus (-1) a roll's effects (momentum: gained less spent);
+        ``momentum=False`` leaves the table-level momentum alone (it went to a player)."""
+        net = effects.momentum - effects.momentum_spent
         return Tokens(
             tension=max(0, tokens.tension + sign * effects.tension_tokens),
             gm_omens=max(0, tokens.gm_omens + sign * effects.gm_omens),
-            momentum=max(0, tokens.momentum + sign * effects.momentum) if momentum else tokens.momentum,
+            momentum=max(0, tokens.momentum + sign * net) if momentum else tokens.momentum,
         )
+
+    def _pay(self, player: Player, effects: "rules.TableEffects", why: tuple[str, ...]) -> tuple[str, ...]:
+        """Take what a roll spends from its roller, give what it gains, inside the caller's
+        transaction (seed 004 "Momentum", "Push Yourself", "Determination Roll"; seed 001 "Luck
+        Dice"). Points never go below 0: a roller short of them is named in the returned why."""
+        short = [f"{player.name} had {have} {what} for the {cost} this roll spends"
+                 for what, have, cost in (("momentum", player.momentum, effects.momentum_spent),
+                                          ("luck", player.luck, effects.luck_spent)) if cost > have]
+        net = effects.momentum - effects.momentum_spent
+        if net:
+            self._add_momentum(player.id, net)
+        if effects.luck_spent:
+            self._add_luck(player.id, -effects.luck_spent)
+        return why + tuple(short)
 
     def record(self, reading: Reading, image: str | None = None, t: float | None = None) -> Roll:
         """Resolve a reading under the current system, add its effects to the tokens, store it.
@@ -407,21 +422,26 @@ class Table:
         roller = self._roller_player()
         who = {"id": roller.id, "name": roller.name} if roller else None
         tokens = self._apply(self.tokens, effects, momentum=roller is None)
-        payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": who})
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
+            if roller is not None:
+                why = self._pay(roller, effects, why)
+            payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": who})
             cur = self._db.execute(
                 "INSERT INTO rolls (t, system, params, reading, outcome, result, image) VALUES (?,?,?,?,?,?,?)",
                 (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
             )
             self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
-            if roller is not None and effects.momentum:
-                self._add_momentum(roller.id, effects.momentum)
         return Roll(cur.lastrowid, t, system, params, reading, outcome, result, why, image, who)
 
     # -- GM changes (each one undoable) ---------------------------------------------------
-    def _log_change(self, what: str, extra: dict | None = None) -> None:
-        before = {"system": self.system, "params": self.params, "tokens": self.tokens.to_json(), **(extra or {})}
+    def _log_change(self, what: str, extra: dict | None = None, tokens_after: Tokens | None = None) -> None:
+        """Log a GM change: the system and params before it, and the tokens before and after it
+        (``tokens_after``; None: it leaves them as they are), so that :meth:`undo` takes back the
+        change's own difference and keeps what rolls gave since."""
+        tokens = self.tokens
+        before = {"system": self.system, "params": self.params, "tokens": tokens.to_json(),
+                  "tokens_after": (tokens_after or tokens).to_json(), **(extra or {})}
         self._db.execute("INSERT INTO changes (t, what, before) VALUES (?,?,?)", (time.time(), what, json.dumps(before)))
 
     def set_system(self, system: str, params: dict | None = None) -> TableState:
@@ -437,7 +457,7 @@ class Table:
     def _set_tokens(self, what: str, tokens: Tokens) -> TableState:
         with self._lock, self._db:
             self._db.execute("BEGIN IMMEDIATE")
-            self._log_change(what)
+            self._log_change(what, tokens_after=tokens)
             self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
         return self.state()
 
@@ -482,13 +502,17 @@ class Table:
             tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
             payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": roll.player})
             extra = {"roll": roll_id, "reading": roll.reading.to_json()}
+            momentum = (effects.momentum - effects.momentum_spent) - (old_effects.momentum - old_effects.momentum_spent)
+            luck = old_effects.luck_spent - effects.luck_spent
             if owner is not None:
-                extra["player_momentum"] = [owner.id, owner.momentum]
+                # the points as they were and the difference made, so that undo takes back the difference
+                extra["player_points"] = [owner.id, owner.momentum, owner.luck, momentum, luck]
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._log_change("correct", extra)
+                self._log_change("correct", extra, tokens_after=tokens)
                 if owner is not None:
-                    self._add_momentum(owner.id, effects.momentum - old_effects.momentum)
+                    self._add_momentum(owner.id, momentum)
+                    self._add_luck(owner.id, luck)
                 self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
                                  (_reading_to_json(reading), outcome, payload, roll_id))
                 self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
@@ -511,9 +535,17 @@ class Table:
                     self._undo_player_change(what, before)
                     self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
                     return True
-                for key in ("system", "params", "tokens"):
-                    self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(before[key])))
-                if "player_momentum" in before:
+                tokens = before["tokens"]
+                if "tokens_after" in before:  # the change's own difference taken back (logs before it: the snapshot)
+                    now, after = self.tokens.to_json(), before["tokens_after"]
+                    tokens = {k: max(0, now[k] + tokens[k] - after[k]) for k in tokens}
+                for key, value in (("system", before["system"]), ("params", before["params"]), ("tokens", tokens)):
+                    self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(value)))
+                if "player_points" in before:
+                    pid, _, _, momentum, luck = before["player_points"]
+                    self._add_momentum(pid, -momentum)
+                    self._add_luck(pid, -luck)
+                elif "player_momentum" in before:  # logged before corrections kept their difference
                     pid, momentum = before["player_momentum"]
                     self._db.execute("UPDATE players SET momentum=? WHERE id=?", (momentum, pid))
                 if what == "correct":
@@ -571,6 +603,10 @@ class Table:
     def _add_momentum(self, player_id: int, delta: int) -> None:
         self._db.execute("UPDATE players SET momentum=MIN(?, MAX(0, momentum + ?)) WHERE id=?",
                          (MAX_POINTS, delta, player_id))
+
+    def _add_luck(self, player_id: int, delta: int) -> None:
+        if delta:
+            self._db.execute("UPDATE players SET luck=MIN(?, MAX(0, luck + ?)) WHERE id=?", (MAX_POINTS, delta, player_id))
 
     def _check_unique(self, name: str, except_id: int | None = None) -> None:
         for p in self.players():
