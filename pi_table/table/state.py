@@ -3,7 +3,10 @@
 Rolls are resolved with :func:`pi_table.rules.resolve_dice` under the table's system;
 their :class:`pi_table.rules.TableEffects` (tension tokens, GM omens, momentum) are added
 to the table's tokens (seed 000 "Cutting Disastrous Outcomes", seed 001 omens, seed 004
-momentum). GM changes are logged so that ``undo`` restores the state before the last one.
+momentum). GM changes are logged so that ``undo`` takes back the last one: the system and
+parameters as they were, the tokens and points by the change's own difference (what rolls
+gave since stays). A roll's spending (seed 004 push and determination momentum, seed 001
+luck points) comes from its roller.
 
 Players (seed 004 momentum, seed 001 luck points) live in the ``players`` table; the GM
 picks the *roller* (settings key ``roller``), and the momentum a roll gains goes to the
