@@ -23,7 +23,7 @@ import numpy as np
 from pi_table.capture import RollSettler, SettledRoll, open_source
 from pi_table.outputs.events import Event, EventHub
 from pi_table.outputs.gpio import Panel, PinConfig
-from pi_table.rules import KINDS_BY_SYSTEM  # which die kinds each system reads from the tray
+from pi_table.rules import KINDS_BY_SYSTEM, validate_params  # which die kinds each system reads from the tray
 from pi_table.table import Roll, Table, TableState
 from pi_table.table.state import START_MOMENTUM
 
@@ -458,7 +458,8 @@ def register(sub) -> None:
     p.add_argument("--config", help="TOML config file")
     p.add_argument("--pin", default=os.environ.get("PI_TABLE_PIN"), help="GM PIN (or PI_TABLE_PIN); default: stored one, or a new one printed once")
     p.add_argument("--state-dir", help="where the table's database and photos live (default $XDG_STATE_HOME/pi-table)")
-    p.add_argument("--system", help="system for a new table (charge, contingency-action, ...)")
+    p.add_argument("--system", help="play this system now (charge, contingency-action, ...); the config's system "
+                   "and [params] set a new table's, and the GM page changes it")
     p.add_argument("--interval", type=float, help="seconds between replayed photos for demo/folder sources (default 6)")
     p.set_defaults(func=_serve)
 
@@ -474,10 +475,18 @@ def _serve(args) -> int:
     if args.interval is not None:
         settings.interval_s = _check_setting("interval_s", args.interval, "--interval")
     settings.check()
+    settings.params = validate_params(settings.system, settings.params)  # a bad system is exit 2, new table or not
     source = open_source(settings.source, interval_s=settings.interval_s)  # fail fast on a bad spec
     settings.source = source.spec
     source.close()
     service = Service(settings)
+    table = service.table
+    if args.system is not None and (table.system, table.params) != (settings.system, settings.params):
+        # typed now, so meant now: set as from the GM page (undoable there); a config's system is a new table's
+        was = table.system
+        table.set_system(settings.system, settings.params)
+        log.info("system set to %s by --system (it was %s; the GM page changes it, and its undo takes this back)",
+                 settings.system, was)
     if service.check_pin.new_pin:
         print(f"GM PIN: {service.check_pin.new_pin}  (printed once; stored hashed in {settings.state_dir})", flush=True)
     from pi_table.outputs.web import install_stop_handlers, listen, serve_forever

@@ -163,3 +163,46 @@ def test_settings_check_names_the_bad_value():
     with pytest.raises(ValueError, match="interval_s must be a number of seconds >= 0, got inf"):
         Settings(interval_s=float("inf")).check()
     Settings().check()  # the defaults are valid
+
+
+def test_serve_checks_the_system_on_an_existing_table_and_sets_one_typed_now(tmp_path, capsys, monkeypatch, mock_pins):
+    """A bad --system or [params] is exit 2 whether the table is new or not (it was ignored once a
+    table existed); --system typed on the command line sets the table's system now, undoably; a
+    config's system is a new table's only (the GM page may have changed it since)."""
+    import pi_table.outputs.web as web
+    import pi_table.vision as vision
+    from pi_table.cli import main
+    from pi_table.table import Table
+    from tests.conftest import FakeReader, d6_reading
+
+    monkeypatch.setattr(web, "listen", lambda service, host, port: object())  # never bind a socket
+    monkeypatch.setattr(web, "serve_forever", lambda service, server, host: None)
+    monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
+    state = tmp_path / "state"
+    base = ["serve", "--state-dir", str(state), "--source", "demo", "--pin", "2468"]
+    Table(state / "table.db", "charge").close()  # a table that exists, on charge
+
+    def serve(*extra: str, config: str | None = None) -> int:
+        argv = base + list(extra)
+        if config is not None:
+            (tmp_path / "c.toml").write_text(config)
+            argv += ["--config", str(tmp_path / "c.toml")]
+        try:
+            return main(argv)
+        except SystemExit as exc:
+            return exc.code
+
+    for extra, config, needle in ((("--system", "nope"), None, "nope"),
+                                  ((), 'system = "contract"\n[params]\ndifficulty = 12\n', "12")):
+        capsys.readouterr()
+        assert serve(*extra, config=config) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and needle in err[0], err
+    assert Table(state / "table.db").system == "charge"
+
+    assert serve(config='system = "contract"\n') == 0  # a config's system: a new table's only
+    assert Table(state / "table.db").system == "charge"
+    assert serve("--system", "contract") == 0
+    table = Table(state / "table.db")
+    assert (table.system, table.params["difficulty"]) == ("contract", 6)
+    assert table.undo() and table.system == "charge"
