@@ -65,3 +65,32 @@ def test_pin_config_validation():
     with pytest.raises(ValueError, match="unknown pin setting 'leds'"):
         PinConfig.from_dict({"leds": [1]})
     assert PinConfig.from_dict({"tension": [2, 3, 4]}).tension == (2, 3, 4)
+
+
+def test_a_pi_whose_pins_do_not_open_says_why(monkeypatch, caplog, tmp_path):
+    """On a Pi, falling back to mock pins names the board and gpiozero's reasons (lgpio could not
+    make its pipes in a read-only working directory: gpiozero issue #1106), not "no GPIO pins"."""
+    from gpiozero import Device
+
+    from pi_table.outputs import gpio
+
+    model = tmp_path / "model"
+    model.write_bytes(b"Raspberry Pi 5 Model B Rev 1.0\0")
+    assert gpio.pi_model(str(model)) == "Raspberry Pi 5 Model B Rev 1.0"
+    (tmp_path / "other").write_bytes(b"Generic x86 board\0")
+    assert gpio.pi_model(str(tmp_path / "other")) is None and gpio.pi_model(str(tmp_path / "none")) is None
+
+    monkeypatch.setattr(gpio, "pi_model", lambda: "Raspberry Pi 5 Model B Rev 1.0")
+    monkeypatch.delenv("GPIOZERO_PIN_FACTORY", raising=False)
+    old = Device.pin_factory
+    Device.pin_factory = None
+    try:
+        with caplog.at_level("WARNING"):
+            factory, mock = gpio.pin_factory()
+    finally:
+        Device.pin_factory.close()
+        Device.pin_factory = old
+    assert mock
+    said = [r.getMessage() for r in caplog.records]
+    assert any("this is a Raspberry Pi 5 Model B" in m and "did not open (" in m for m in said), said
+    assert not any("no GPIO pins on this machine" in m for m in said)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,15 @@ class PinConfig:
         return cls(**values)
 
 
+def pi_model(path: str = "/proc/device-tree/model") -> str | None:
+    """The board's model (e.g. "Raspberry Pi 5 Model B Rev 1.0") when it is a Raspberry Pi, else None."""
+    try:
+        model = Path(path).read_bytes().rstrip(b"\0").decode(errors="replace").strip()
+    except OSError:
+        return None
+    return model if model.startswith("Raspberry Pi") else None
+
+
 def pin_factory():
     """The real pin factory on a Pi, else a MockFactory. Returns (factory, is_mock)."""
     from gpiozero import Device
@@ -60,12 +70,17 @@ def pin_factory():
         from gpiozero.pins.mock import MockFactory
 
         return Device.pin_factory, isinstance(Device.pin_factory, MockFactory)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with warnings.catch_warnings(record=True) as fallbacks:
+        warnings.simplefilter("always")
         try:
             return Device.ensure_pin_factory(), False
         except BadPinFactory:
             pass
+    model = pi_model()
+    if model:  # a Pi whose pins did not open: say why, it is not "no pins"
+        reasons = "; ".join(str(w.message) for w in fallbacks) or "no pin factory could be loaded"
+        log.warning("this is a %s but its GPIO pins did not open (%s): is python3-lgpio installed and the venv made "
+                    "with --system-site-packages, and may the user write the working directory? (README)", model, reasons)
     from gpiozero.pins.mock import MockFactory
 
     Device.pin_factory = MockFactory()
@@ -97,7 +112,7 @@ class Panel:
         self.mock = False
         if self.factory is None:
             self.factory, self.mock = pin_factory()
-            if self.mock:
+            if self.mock and not pi_model():  # on a Pi, pin_factory said why its pins did not open
                 log.warning("no GPIO pins on this machine: LEDs and buttons run on mock pins")
         self.problems: list[str] = []
         self.tension_bar = self._open(LEDBarGraph, *self.pins.tension, pin_factory=self.factory)
