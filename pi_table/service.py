@@ -199,6 +199,8 @@ class Service:
             settings.pins, on_spend=self._button(lambda: self.add_tension(-1)),
             on_scene=self._button(self.new_scene), on_reread=self._button(self.reread))
         self.notices: dict[str, str] = {}
+        if settings.source == "demo":  # the phones must not take the bundled photos for the tray's dice
+            self.notices["source"] = "demo: these rolls are the kit's bundled photos, not your tray (serve --source picks a camera)"
         self._lock = threading.RLock()
         self._show_lock = threading.Lock()  # read tokens and light LEDs as one step
         self._last_frame: SettledRoll | None = None

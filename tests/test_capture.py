@@ -153,3 +153,36 @@ def test_picamera_source_watches_lores_and_reads_main(monkeypatch):
     assert frame.image.shape == (240, 320, 3)
     assert frame.image_to_read().shape == (960, 1280, 3)
     source.close()
+
+
+@pytest.mark.parametrize("cameras, why", [(None, "not installed"), ([], "finds no camera"), ("boom", "could not list cameras")])
+def test_no_source_on_a_machine_without_a_camera_says_why_it_plays_the_demo(monkeypatch, caplog, cameras, why):
+    """No --source: the Pi camera where present, else the demo, and the log says which and why
+    (a loose ribbon at boot must not look like a working camera)."""
+    import sys
+    import types
+
+    def info():
+        if cameras == "boom":
+            raise RuntimeError("libcamera: no pipeline handler")
+        return cameras
+
+    module = None if cameras is None else types.SimpleNamespace(Picamera2=types.SimpleNamespace(global_camera_info=info))
+    monkeypatch.setitem(sys.modules, "picamera2", module)  # None: import fails
+    with caplog.at_level("WARNING"):
+        source = open_source(None)
+    assert source.spec == "demo"
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "no Pi camera" in said and why in said and "demo" in said, said
+    source.close()
+
+
+def test_the_demo_source_is_named_on_the_pages(tmp_path, mock_pins):
+    from pi_table.service import Service, Settings
+    from tests.conftest import FakeReader, d6_reading
+
+    demo = Service(Settings(state_dir=tmp_path / "a", pin="1357", source="demo"), reader=FakeReader(d6_reading(3)))
+    assert any(n.startswith("demo: ") for n in demo.state().notices)
+    webcam = Service(Settings(state_dir=tmp_path / "b", pin="1357", source="webcam:0"), reader=FakeReader(d6_reading(3)))
+    assert not any(n.startswith("demo") for n in webcam.state().notices)
+    demo.close(), webcam.close()

@@ -229,16 +229,18 @@ class PiCameraSource(Source):
                 self.camera = None
 
 
-def picamera_present() -> bool:
-    """True when picamera2 imports and reports at least one camera."""
+def picamera_problem() -> str | None:
+    """None when picamera2 imports and reports at least one camera, else why not (one line)."""
     try:
         from picamera2 import Picamera2  # type: ignore[import-not-found]
     except ImportError:
-        return False
+        return ("picamera2 is not installed here (on a Pi: sudo apt install python3-picamera2, "
+                "and make the venv with --system-site-packages)")
     try:
-        return bool(Picamera2.global_camera_info())
-    except Exception:
-        return False
+        cameras = Picamera2.global_camera_info()
+    except Exception as exc:  # libcamera errors come in many types
+        return f"picamera2 could not list cameras ({exc})"
+    return None if cameras else "picamera2 finds no camera (is the ribbon cable seated? rpicam-hello --list-cameras)"
 
 
 def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
@@ -253,7 +255,10 @@ def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
         FileNotFoundError: the folder or video file does not exist.
     """
     if spec is None:
-        spec = "picamera" if picamera_present() else "demo"
+        problem = picamera_problem()
+        spec = "picamera" if problem is None else "demo"
+        if problem is not None:
+            log.warning("no Pi camera: %s; replaying the bundled demo photos instead (--source picks another)", problem)
     kind, _, arg = spec.partition(":")
     if kind == "demo" and not arg:
         return FolderSource(DEMO_DIR, interval_s=interval_s, loop=True, spec="demo")
