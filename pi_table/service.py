@@ -478,6 +478,9 @@ def _serve(args) -> int:
         settings.interval_s = _check_setting("interval_s", args.interval, "--interval")
     settings.check()
     settings.params = validate_params(settings.system, settings.params)  # a bad system is exit 2, new table or not
+    from pi_table.outputs.web import check_address, install_stop_handlers, listen, serve_forever
+
+    check_address(settings.host, int(settings.port))  # a busy port: one line, before pins, camera and PIN
     source = open_source(settings.source, interval_s=settings.interval_s)  # fail fast on a bad spec
     settings.source = source.spec
     source.close()
@@ -491,8 +494,6 @@ def _serve(args) -> int:
                  settings.system, was)
     if service.check_pin.new_pin:
         print(f"GM PIN: {service.check_pin.new_pin}  (printed once; stored hashed in {settings.state_dir})", flush=True)
-    from pi_table.outputs.web import install_stop_handlers, listen, serve_forever
-
     capture = threading.Thread(target=service.run, name="capture", daemon=True)
     try:
         server = listen(service, settings.host, int(settings.port))  # a busy port stops here, before any roll

@@ -301,6 +301,7 @@ def test_cli_serve_any_options(data, capsys, tmp_path_factory, monkeypatch):
 
     served = []
     monkeypatch.setattr(web, "listen", lambda service, host, port: object())  # never bind a socket
+    monkeypatch.setattr(web, "check_address", lambda host, port: None)
     monkeypatch.setattr(web, "serve_forever", lambda service, server, host: served.append(host))
     monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
     monkeypatch.delenv("PI_TABLE_PIN", raising=False)
@@ -365,6 +366,7 @@ def test_serve_bad_config_values_exit_2(line, capsys, tmp_path, monkeypatch):
     import pi_table.vision as vision
 
     monkeypatch.setattr(web, "listen", lambda service, host, port: object())  # never bind a socket
+    monkeypatch.setattr(web, "check_address", lambda host, port: None)
     monkeypatch.setattr(web, "serve_forever", lambda service, server, host: None)
     monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
     monkeypatch.delenv("PI_TABLE_PIN", raising=False)

@@ -176,6 +176,7 @@ def test_serve_checks_the_system_on_an_existing_table_and_sets_one_typed_now(tmp
     from tests.conftest import FakeReader, d6_reading
 
     monkeypatch.setattr(web, "listen", lambda service, host, port: object())  # never bind a socket
+    monkeypatch.setattr(web, "check_address", lambda host, port: None)
     monkeypatch.setattr(web, "serve_forever", lambda service, server, host: None)
     monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
     state = tmp_path / "state"

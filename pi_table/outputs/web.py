@@ -7,10 +7,12 @@ requests, and streams beyond the cap get ``503`` with ``Retry-After``.
 
 from __future__ import annotations
 
+import errno
 import logging
 import queue
 import secrets
 import signal
+import socket
 import threading
 import time
 from pathlib import Path
@@ -299,18 +301,39 @@ def listen(service, host: str, port: int):
             such as a second ``pi-table serve`` or the systemd service; a port below 1024 without
             root; an unknown host name), as one line naming it.
     """
-    from pi_table.cli import UsageError
-
     try:
         return make_server(service, host, port)
     except (OSError, ValueError) as exc:  # waitress: ValueError for a host it cannot resolve
-        import errno
+        raise _cannot_listen(host, port, exc) from None
 
-        reason = getattr(exc, "strerror", None) or str(exc).rstrip(".") or type(exc).__name__
-        hint = {errno.EADDRINUSE: " (is another pi-table serve or the pi-table service running? stop it, or pick "
-                                  "another --port)",
-                errno.EACCES: " (ports below 1024 need root: pick another --port)"}.get(getattr(exc, "errno", None), "")
-        raise UsageError(f"cannot listen on {host}:{port}: {reason}{hint}") from None
+
+def check_address(host: str, port: int) -> None:
+    """Bind ``host``:``port`` for a moment and let it go: ``serve`` calls it before it opens the
+    pins, the camera and the PIN store, so that a busy port is its only line of output.
+
+    Raises:
+        pi_table.cli.UsageError: as :func:`listen` (which still reports a port taken meanwhile).
+    """
+    try:
+        for family, kind, proto, _, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                                                  flags=socket.AI_PASSIVE):
+            with socket.socket(family, kind, proto) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as waitress binds
+                sock.bind(address)
+            return
+    except (OSError, UnicodeError) as exc:
+        raise _cannot_listen(host, port, exc) from None
+
+
+def _cannot_listen(host: str, port: int, exc: Exception):
+    """The one-line UsageError for an address that cannot be listened on, with a hint where one helps."""
+    from pi_table.cli import UsageError
+
+    reason = getattr(exc, "strerror", None) or str(exc).rstrip(".") or type(exc).__name__
+    hint = {errno.EADDRINUSE: " (is another pi-table serve or the pi-table service running? stop it, or pick "
+                              "another --port)",
+            errno.EACCES: " (ports below 1024 need root: pick another --port)"}.get(getattr(exc, "errno", None), "")
+    return UsageError(f"cannot listen on {host}:{port}: {reason}{hint}")
 
 
 def serve_forever(service, server, host: str) -> None:
