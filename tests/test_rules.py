@@ -257,6 +257,27 @@ def test_001_percentile():
         skill.percentile_result(35, 1)
 
 
+def test_001_percentile_face_100_counts_zero():
+    # seed 001 "Percentile Dice": a face "100" -> ignore the hundreds unit, the face results in zero
+    from pi_table.vision.dice import face_value
+    assert skill.percentile_result(100, 5) == 5
+    r = resolve("contingency-skill", percentile=(100, 5), chance=40)
+    assert (r.tens, r.result, r.outcome) == (0, 5, "failure")
+    assert face_value("d10-tens", "100") == 0
+    assert face_value("d10-tens", "00") == 0 and face_value("d10-tens", "90") == 90
+    r = resolve_dice("contingency-skill", [("d10-tens", face_value("d10-tens", "100")), ("d10", 10)],
+                     {"percentile": True, "chance": 100})
+    assert r.result == 0 and r.outcome == "success"
+    for bad in ("110", "95", "200", "-10"):
+        with pytest.raises(ValueError, match=bad):
+            face_value("d10-tens", bad)
+    with pytest.raises(ValueError, match="100"):
+        face_value("d10", "100")  # only the tens die has a "100" face
+    for bad in (110, 95, -10):
+        with pytest.raises(ValueError, match=str(bad)):
+            skill.percentile_result(bad, 1)
+
+
 def test_001_bad_skill_input():
     with pytest.raises(ValueError, match="d20"):
         resolve("contingency-skill", dice=[("d20", 5), ("d4", 4), ("d10", 9)])

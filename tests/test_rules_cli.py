@@ -77,6 +77,16 @@ def test_resolve_skill_all_options(cli):
     assert json.loads(out)["outcome"] == "success"
 
 
+def test_resolve_percentile_face_100(cli):
+    # RULES.md contingency-skill: a face "100" counts 0 (seed 001 "Percentile Dice")
+    rc, out, err = cli("resolve", "contingency-skill", "--percentile", "100,5", "--chance", "40", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert (d["tens"], d["result"], d["outcome"]) == (0, 5, "failure")
+    rc, out, err = cli("resolve", "contingency-skill", "--percentile", "110,5", "--chance", "40")
+    assert rc == 2 and "110" in err and len(err.strip().splitlines()) == 1
+
+
 def test_resolve_pool_charge_contract(cli):
     rc, out, _ = cli("resolve", "contingency-pool", "--dice", "6,2,8,1", "--json")
     d = json.loads(out)

@@ -24,8 +24,8 @@ Readings are those of ../shared/RULES.md, section ``contingency-skill``:
   actions count as actions.
 - Reposition (seed 002 "Repositioning", "Challenging Terrain"): movement points = 1 + result;
   a move costs 2 plus the higher terrain modifier of the two zones.
-- Percentile d100 (seed 001 "Percentile Dice", "Percentage Chance"): tens d10 (00..90) plus
-  ones d10 (0..9; a "0" read as 10 counts 0), result 0..99; "X% chance" succeeds on a
+- Percentile d100 (seed 001 "Percentile Dice", "Percentage Chance"): tens d10 (00..90; a
+  "100" face counts 0) plus ones d10 (0..9; a "0" read as 10 counts 0), result 0..99; "X% chance" succeeds on a
   result >= 100 - X.
 """
 
@@ -151,14 +151,25 @@ def zones_reached(points: int, path: Sequence[int] | None = None) -> tuple[int, 
     return moved, points
 
 
-def percentile_result(tens: int, ones: int) -> int:
-    """d100 from a tens d10 (0, 10, .. 90) and a ones d10 (0..9; 10 for a "0" face counts 0).
+def percentile_tens(tens: int) -> int:
+    """Value of a percentile tens d10: 0, 10, .. 90; a face "100" counts 0 (seed 001
+    "Percentile Dice": ignore the hundreds unit; RULES.md ``contingency-skill``).
 
-    Raises ValueError for a tens value that is not a multiple of 10 in 0..90 or a ones value
+    Raises ValueError naming any other value.
+    """
+    if isinstance(tens, bool) or not isinstance(tens, int) or tens % 10 or not 0 <= tens <= 100:
+        raise ValueError(f"percentile tens die must be 0, 10, .. 90 (or 100, counted 0), got {tens!r}")
+    return tens % 100
+
+
+def percentile_result(tens: int, ones: int) -> int:
+    """d100 from a tens d10 (0, 10, .. 90; a "100" face counts 0) and a ones d10 (0..9; 10
+    for a "0" face counts 0); seed 001 "Percentile Dice", RULES.md ``contingency-skill``.
+
+    Raises ValueError for a tens value that is not a multiple of 10 in 0..100 or a ones value
     outside 0..10.
     """
-    if isinstance(tens, bool) or not isinstance(tens, int) or tens % 10 or not 0 <= tens <= 90:
-        raise ValueError(f"percentile tens die must be 0, 10, .. 90, got {tens!r}")
+    tens = percentile_tens(tens)
     check_int("percentile ones die", ones, 0, 10)
     return tens + ones % 10
 
@@ -453,7 +464,8 @@ def resolve(
         reposition: report movement points (1 + result); path: terrain modifiers of the
             zones on the way, start first (zones moved and points left).
         choose_fail: no roll; the GM gains 1/2/3 omens by net advantage.
-        percentile: ``(tens, ones)`` d10 values (0..90, 0..9 or 10 for "0"); needs ``chance``.
+        percentile: ``(tens, ones)`` d10 values (0..90 or 100 for a "100" face, counted 0;
+            0..9 or 10 for "0"); needs ``chance``.
         chance: 0..100, the X of "X% chance".
 
     Returns:
@@ -485,12 +497,13 @@ def resolve(
         if not isinstance(percentile, (tuple, list)) or len(percentile) != 2:
             raise ValueError(f"percentile must be (tens, ones), got {percentile!r}")
         result = percentile_result(*percentile)
+        tens = percentile_tens(percentile[0])
         ok = percentage_succeeds(result, chance)
         outcome = "success" if ok else "failure"
         return PercentileResolution(
             system=SYSTEM, outcome=outcome,
-            why=(f"d100 {result} ({percentile[0]:02d} + {percentile[1] % 10})", f"{chance}% chance needs {100 - chance}+: {outcome}"),
-            effects=TableEffects(), tens=percentile[0], ones=percentile[1] % 10, result=result,
+            why=(f"d100 {result} ({tens:02d} + {percentile[1] % 10})", f"{chance}% chance needs {100 - chance}+: {outcome}"),
+            effects=TableEffects(), tens=tens, ones=percentile[1] % 10, result=result,
             chance=chance, needed=100 - chance,
         )
     if dice is None:

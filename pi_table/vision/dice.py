@@ -25,7 +25,9 @@ def class_key(label: str) -> tuple[int, bool, int]:
 def face_value(kind: str, face: str) -> int:
     """Integer value of a printed face by the kit's default convention.
 
-    d10 "0" -> 10, d10-tens "00" -> 0, "70" -> 70; every other face is its number.
+    d10 "0" -> 10, d10-tens "00" -> 0, "70" -> 70, and a d10-tens "100" -> 0 (seed 001
+    "Percentile Dice": ignore the hundreds unit; RULES.md ``contingency-skill``); every other
+    face is its number.
 
     Raises:
         ValueError: unknown kind, or a face that is not printed on that kind of die.
@@ -37,9 +39,9 @@ def face_value(kind: str, face: str) -> int:
     except (TypeError, ValueError):
         raise ValueError(f"face {face!r} is not a number") from None
     if kind == "d10-tens":
-        if number % 10 or not 0 <= number <= 90:
-            raise ValueError(f"face {face!r} is not on a d10-tens (00..90)")
-        return number
+        if number % 10 or not 0 <= number <= 100:
+            raise ValueError(f"face {face!r} is not on a d10-tens (00..90, or 100 counted 0)")
+        return number % 100
     sides = int(kind[1:])
     if kind == "d10":
         if number == 0:
