@@ -87,6 +87,20 @@ def test_resolve_percentile_face_100(cli):
     assert rc == 2 and "110" in err and len(err.strip().splitlines()) == 1
 
 
+def test_resolve_bare_luck_face_0_on_d10(cli):
+    # RULES.md "Dice faces as read by the camera": a d10 "0" is 10 outside a percentile pair;
+    # the luck die is the result die's size, so a bare --luck 0 reads like --luck d10=0
+    rc, out, err = cli("resolve", "contingency-skill", "--dice", "d10=5,d4=4,d12=9", "--luck", "0", "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    assert (d["luck"], d["result"]) == (["d10", 10], 15)
+    rc, out, _ = cli("resolve", "contingency-skill", "--dice", "d10=5,d4=4,d12=9", "--luck", "d10=0", "--json")
+    assert json.loads(out)["luck"] == d["luck"]
+    # the result die is the d12 with advantage: a 0 is on no d12
+    rc, out, err = cli("resolve", "contingency-skill", "--dice", "d10=5,d4=4,d12=9", "--advantage", "1", "--luck", "0")
+    assert rc == 2 and "0" in err and "d12" in err and len(err.strip().splitlines()) == 1
+
+
 def test_resolve_pool_charge_contract(cli):
     rc, out, _ = cli("resolve", "contingency-pool", "--dice", "6,2,8,1", "--json")
     d = json.loads(out)

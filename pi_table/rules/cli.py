@@ -177,18 +177,18 @@ def resolve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         for name in ("advantage", "disadvantage", "action_number", "penalty_choice", "chance"):
             if getattr(args, name) is not None:
                 kw[name] = parse_int(_flag(name), getattr(args, name))
-        if args.luck is not None:
-            pair = parse_pairs("--luck", args.luck, allow_bare=True)
-            if len(pair) != 1:
-                raise ValueError(f"--luck: {args.luck!r} is one die (e.g. d6=3)")
-            kind, face = pair[0]
-            kw["luck"] = face if not kind else (kind, face)
         if args.modifiers is not None:
             kw["modifiers"] = _parse_modifiers(args.modifiers)
         if args.reposition:
             kw["reposition"] = True
         if args.path is not None:
             kw["path"] = parse_faces("--path", args.path)
+        if args.luck is not None:  # last: a bare face needs the result die of the rest
+            pair = parse_pairs("--luck", args.luck, allow_bare=True)
+            if len(pair) != 1:
+                raise ValueError(f"--luck: {args.luck!r} is one die (e.g. d6=3)")
+            kind, face = pair[0]
+            kw["luck"] = (kind, face) if kind else _bare_luck_face(face, kw)
     elif system == "charge":
         if args.dice is None:
             raise ValueError("charge needs --dice FACES (e.g. --dice 6,6,3)")
@@ -209,6 +209,17 @@ def resolve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         if args.difficulty is not None:
             kw["difficulty"] = parse_int("--difficulty", args.difficulty)
     return kw
+
+
+def _bare_luck_face(face: int, kw: dict[str, Any]) -> int:
+    """A luck face typed without its kind (``--luck 0``): the luck die is the result die's
+    size (RULES.md ``contingency-skill``, seed 001 "Luck Dice"), so a printed "0" is 10 when
+    the result die is a d10, as in ``--luck d10=0`` (RULES.md "Dice faces as read by the
+    camera": a d10 "0" is 10 outside a percentile pair). Any other face is returned as typed."""
+    if face != 0 or kw.get("dice") is None or kw.get("choose_fail") or kw.get("percentile") is not None:
+        return face
+    probe = api.resolve("contingency-skill", **kw)  # the same check without luck: its errors are the real ones
+    return 10 if probe.result_die == "d10" else face
 
 
 def _parse_modifiers(text: str) -> Any:
@@ -438,7 +449,7 @@ def _common(p: argparse.ArgumentParser, odds_mode: bool) -> None:
     p.add_argument("--target", help="contingency-skill: target difficulty (1..30 or a name, e.g. tricky)")
     p.add_argument("--advantage", help="contingency-skill: advantage units")
     p.add_argument("--disadvantage", help="contingency-skill: disadvantage units")
-    p.add_argument("--luck", help="contingency-skill: the luck die (d6=3) for resolve; yes/no for odds")
+    p.add_argument("--luck", help="contingency-skill: the luck die (d6=3, or a bare face of the result die's size) for resolve; yes/no for odds")
     p.add_argument("--modifiers", help="contingency-skill: face modifiers, d10=-2 or one per die (0,-1,0)")
     p.add_argument("--action-number", dest="action_number", help="contingency-skill: n-th action this round")
     p.add_argument("--chance", help="contingency-skill: X of an X%% chance (percentile roll)")
