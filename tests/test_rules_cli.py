@@ -178,6 +178,39 @@ def test_bad_input_exit_2_one_line(cli, argv, bad):
     assert bad in err
 
 
+@pytest.mark.parametrize("argv, named", [
+    # seed 000 notation: "3d" is given once ("+2d" adds); it used to roll the last, 2 dice
+    (("odds", "contingency-action", "3d", "2d"), ("3d", "2d")),
+    (("odds", "contingency-action", "1p", "2p"), ("1p", "2p")),
+    (("odds", "contingency-action", "3d", "--action", "2"), ("3d", "--action 2")),
+    # choosing to fail rolls nothing: the percentile pair was dropped
+    (("resolve", "contingency-skill", "--choose-fail", "--percentile", "70,5"), ("--percentile 70,5", "--choose-fail")),
+    (("resolve", "contingency-skill", "--choose-fail", "--target", "5"), ("--target 5", "--choose-fail")),
+    # --chance is the X of a percentile roll: ignored next to --dice
+    (("resolve", "contingency-skill", "--dice", "d6=5,d4=4,d10=9", "--chance", "50"), ("--chance 50", "--dice")),
+    (("resolve", "contingency-skill", "--percentile", "70,5", "--chance", "40", "--target", "5"),
+     ("--target 5", "percentile")),
+    # a percentile roll ignored the dice, target, luck; a chance without it was ignored
+    (("odds", "contingency-skill", "d6", "d8", "d10", "--percentile", "--chance", "30"), ("d6 d8 d10", "percentile")),
+    (("odds", "contingency-skill", "40%", "--luck", "yes"), ("--luck yes", "40%")),
+    (("odds", "contingency-skill", "40%", "30%"), ("40%", "30%")),
+    (("odds", "contingency-skill", "d6", "d8", "d10", "--chance", "30"), ("--chance 30", "--percentile")),
+])
+def test_conflicting_options_exit_2(cli, argv, named):
+    rc, out, err = cli(*argv)
+    assert (rc, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1 and err.startswith("pi-table: error: ")
+    for word in named:
+        assert word in err
+
+
+def test_notation_adds_with_plus_only(cli):
+    rc, out, _ = cli("odds", "contingency-action", "3d", "+2d", "1p", "+2p", "--json")
+    assert rc == 0 and json.loads(out)["params"] == {"dice": 5, "pressure": 3}
+    rc, out, _ = cli("odds", "contingency-action", "+2d", "3d", "+2p", "1p", "--json")  # "3d" used to drop the +2d
+    assert rc == 0 and json.loads(out)["params"] == {"dice": 5, "pressure": 3}
+
+
 def test_bench_odds_small(cli):
     rc, out, _ = cli("bench-odds", "--small", "--repeats", "3", "--json")
     assert rc == 0

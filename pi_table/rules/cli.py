@@ -123,6 +123,28 @@ def _given(args: argparse.Namespace, names: Sequence[str]) -> list[str]:
     return [n for n in names if getattr(args, n, None) not in (None, False)]
 
 
+def _shown(args: argparse.Namespace, name: str) -> str:
+    """How option ``name`` was given, for an error: its notation words (``'3d 2d'``) or
+    ``--flag VALUE``."""
+    words = getattr(args, "notation_words", {}).get(name)
+    if words:
+        return repr(words)
+    value = getattr(args, name)
+    return _flag(name) if value is True else f"{_flag(name)} {value}"
+
+
+def _refuse(args: argparse.Namespace, names: Sequence[str], context: str) -> None:
+    """ValueError naming the first of ``names`` given: ``context`` would ignore it silently
+    (INTERFACES.md "Command line": bad input exits 2 with one line naming the bad value)."""
+    given = _given(args, names)
+    if given:
+        raise ValueError(f"{_shown(args, given[0])} does not apply to {context}")
+
+
+#: contingency-skill options of a three-dice skill check, beyond --dice and the advantage units.
+_SKILL_CHECK_ONLY = ("target", "luck", "modifiers", "action_number", "penalty_choice", "reposition", "path")
+
+
 def _check_options(args: argparse.Namespace, allowed: dict[str, tuple[str, ...]]) -> None:
     every = sorted({n for names in allowed.values() for n in names})
     wrong = [n for n in _given(args, every) if n not in allowed[args.system]]
@@ -138,7 +160,9 @@ def _system(text: str) -> str:
 def resolve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of :func:`pi_table.rules.resolve` from parsed ``resolve`` options.
 
-    Raises ValueError for an option the system does not take or a malformed value (named).
+    Raises ValueError for an option the system does not take, an option given twice or one
+    the other options would leave unused (RULES.md contingency-skill: --choose-fail rolls
+    nothing, --chance is the X of a percentile roll), or a malformed value (each named).
     """
     system = args.system
     _check_options(args, RESOLVE_OPTIONS)
@@ -161,6 +185,17 @@ def resolve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         if args.as_action:
             kw["action"] = True
     elif system == "contingency-skill":
+        # RULES.md contingency-skill: choosing to fail rolls nothing (only the net advantage
+        # counts); a percentile roll is a d100 against --chance; --chance is only that X.
+        if args.choose_fail:
+            _refuse(args, ("dice", "percentile", "chance", *_SKILL_CHECK_ONLY),
+                    "--choose-fail (nothing is rolled; it takes --advantage and --disadvantage only)")
+        elif args.percentile is not None:
+            _refuse(args, ("dice", "advantage", "disadvantage", *_SKILL_CHECK_ONLY),
+                    f"a percentile roll (--percentile {args.percentile}: a d100 against --chance alone)")
+        else:
+            _refuse(args, ("chance",), "a skill check with --dice (it is the X of an X% chance: "
+                    "a percentile roll, --percentile TENS,ONES)")
         if args.choose_fail:
             kw["choose_fail"] = True
         elif args.percentile is not None:
@@ -245,36 +280,49 @@ _NOTATION_POOL = re.compile(r"(\d*)d(\d+)", re.IGNORECASE)
 def _apply_notation(args: argparse.Namespace) -> None:
     """Fold the seed-notation words after the system into the options (in place)."""
     words = [w for word in (args.notation or []) for w in word.replace(",", " ").split()]
+    args.notation_words = {}
     if not words:
         return
     system = args.system
     if system == "contingency-action":
-        d = p = None
+        # seed 000 / RULES.md: "3d" action dice and "1p" pressure dice, each given once;
+        # "+2p" (and "+1d") add dice from character features.
+        base: dict[str, str | None] = {"d": None, "p": None}
+        total: dict[str, int | None] = {"d": None, "p": None}
         for w in words:
             m = _NOTATION_ACTION.fullmatch(w)
             if not m:
                 raise ValueError(f"{w!r} is not seed 000 notation (e.g. 3d 1p +2p)")
-            n = int(m.group(2))
-            if m.group(3).lower() == "d":
-                d = n if d is None or not m.group(1) else d + n
-            else:
-                p = (p or 0) + n
-        if d is not None:
-            if args.dice is not None or args.stat is not None:
-                raise ValueError(f"action dice given twice ({' '.join(words)} and --dice/--stat)")
-            args.dice = str(d)
-        if p is not None:
+            n, what = int(m.group(2)), m.group(3).lower()
+            if not m.group(1):
+                if base[what] is not None:
+                    noun = "action" if what == "d" else "pressure"
+                    raise ValueError(f"{noun} dice given twice ({base[what]} and {w}; use +{n}{what} to add dice)")
+                base[what] = w
+            total[what] = (total[what] or 0) + n
+        if total["d"] is not None:
+            other = [_shown(args, n) for n in ("dice", "stat", "action") if getattr(args, n) is not None]
+            if other:
+                raise ValueError(f"action dice given twice ({' '.join(words)} and {other[0]})")
+            args.dice = str(total["d"])
+            args.notation_words["dice"] = " ".join(words)
+        if total["p"] is not None:
             if args.pressure is not None:
                 raise ValueError(f"pressure dice given twice ({' '.join(words)} and --pressure)")
-            args.pressure = str(p)
+            args.pressure = str(total["p"])
+            args.notation_words["pressure"] = " ".join(words)
         return
     if system == "contingency-skill":
         kinds = []
         for w in words:
             m = re.fullmatch(r"(\d+)%", w)
             if m:
+                if args.chance is not None:
+                    first = args.notation_words.get("chance") or f"--chance {args.chance}"
+                    raise ValueError(f"chance given twice ({first} and {w})")
                 args.percentile = True
                 args.chance = m.group(1)
+                args.notation_words["chance"] = w
                 continue
             m = _NOTATION_POOL.fullmatch(w)
             if not m:
@@ -284,6 +332,7 @@ def _apply_notation(args: argparse.Namespace) -> None:
             if args.dice is not None:
                 raise ValueError(f"dice given twice ({' '.join(words)} and --dice)")
             args.dice = ",".join(kinds)
+            args.notation_words["dice"] = " ".join(w for w in words if not w.endswith("%"))
         return
     sides = {"contingency-pool": 8, "charge": 6, "contract": 10}[system]
     total = 0
@@ -302,7 +351,9 @@ def _apply_notation(args: argparse.Namespace) -> None:
 def odds_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of :func:`pi_table.rules.odds` from parsed ``odds`` options.
 
-    Raises ValueError for an option the system does not take or a malformed value (named).
+    Raises ValueError for an option the system does not take, an option given twice or one
+    the other options would leave unused (RULES.md contingency-skill: --choose-fail rolls
+    nothing, --chance is the X of a percentile roll), or a malformed value (each named).
     """
     _apply_notation(args)
     system = args.system
@@ -311,7 +362,7 @@ def odds_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     if system == "contingency-action":
         counts = [(n, getattr(args, n)) for n in ("dice", "stat", "action") if getattr(args, n) is not None]
         if len(counts) > 1:
-            raise ValueError(f"action dice given twice ({', '.join(_flag(n) for n, _ in counts)})")
+            raise ValueError(f"action dice given twice ({' and '.join(_shown(args, n) for n, _ in counts)})")
         if counts:
             kw["dice"] = parse_int(_flag(counts[0][0]), counts[0][1])
         if args.pressure is not None:
@@ -325,6 +376,15 @@ def odds_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         if args.as_action:
             kw["action"] = True
     elif system == "contingency-skill":
+        # RULES.md contingency-skill: a percentile roll is a d100 against --chance alone;
+        # --chance is only the X of that roll.
+        if args.percentile:
+            how = args.notation_words.get("chance") or " ".join(
+                ["--percentile"] + ([f"--chance {args.chance}"] if args.chance is not None else []))
+            _refuse(args, ("dice", "target", "advantage", "disadvantage", "luck", "modifiers", "action_number"),
+                    f"a percentile roll ({how}: a d100 against the chance alone)")
+        else:
+            _refuse(args, ("chance",), "a skill check (it is the X of an X% chance: add --percentile, or write X%)")
         if args.percentile:
             kw["percentile"] = True
         if args.dice is not None:
