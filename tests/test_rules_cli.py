@@ -204,6 +204,22 @@ def test_conflicting_options_exit_2(cli, argv, named):
         assert word in err
 
 
+@pytest.mark.parametrize("argv, named", [
+    # seed 004: effect is an action roll's; a fortune roll has no consequence (no risk)
+    (("resolve", "charge", "--dice", "3", "--roll", "fortune", "--effect", "great"), ("--effect great", "fortune")),
+    (("resolve", "charge", "--dice", "3", "--roll", "fortune", "--risk", "high"), ("--risk high", "fortune")),
+    (("resolve", "charge", "--dice", "3", "--roll", "determination", "--effect", "great"),
+     ("--effect great", "determination")),
+])
+def test_charge_unused_options_exit_2(cli, argv, named):
+    rc, out, err = cli(*argv)
+    assert (rc, out) == (2, "")
+    assert len(err.strip().splitlines()) == 1 and all(word in err for word in named)
+    # a determination roll keeps its risk (lowered a step on a critical)
+    rc, out, _ = cli("resolve", "charge", "--dice", "6,6", "--roll", "determination", "--risk", "high", "--json")
+    assert rc == 0 and json.loads(out)["next_risk"] == "moderate"
+
+
 def test_notation_adds_with_plus_only(cli):
     rc, out, _ = cli("odds", "contingency-action", "3d", "+2d", "1p", "+2p", "--json")
     assert rc == 0 and json.loads(out)["params"] == {"dice": 5, "pressure": 3}

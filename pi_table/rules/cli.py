@@ -225,6 +225,12 @@ def resolve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             kind, face = pair[0]
             kw["luck"] = (kind, face) if kind else _bare_luck_face(face, kw)
     elif system == "charge":
+        # seed 004 / RULES.md charge: effect is an action roll's; a fortune roll has no
+        # consequence, so no risk (a determination roll's risk is lowered on a critical).
+        roll = args.roll or "action"
+        if roll != "action":
+            _refuse(args, ("effect",) if roll == "determination" else ("effect", "risk"),
+                    f"a {roll} roll (it takes {'--dice, --dots and --risk' if roll == 'determination' else '--dice and --dots'})")
         if args.dice is None:
             raise ValueError("charge needs --dice FACES (e.g. --dice 6,6,3)")
         kw["dice"] = parse_faces("--dice", args.dice)
