@@ -227,6 +227,13 @@ def test_notation_adds_with_plus_only(cli):
     assert rc == 0 and json.loads(out)["params"] == {"dice": 5, "pressure": 3}
 
 
+def test_odds_without_system_names_only_system(cli):
+    # the notation words are optional (pi-table odds contract works without them)
+    rc, out, err = cli("odds")
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "system" in err and "notation" not in err
+
+
 def test_bench_odds_small(cli):
     rc, out, _ = cli("bench-odds", "--small", "--repeats", "3", "--json")
     assert rc == 0

@@ -503,7 +503,7 @@ def cmd_bench_odds(args: argparse.Namespace) -> int:
 def _common(p: argparse.ArgumentParser, odds_mode: bool) -> None:
     p.add_argument("system", help="contingency-action, contingency-pool, contingency-skill, charge or contract")
     if odds_mode:
-        p.add_argument("notation", nargs="*", help="seed dice notation, e.g. 3d 1p +2p, 6d10, d6 d8 d10, 40%%")
+        p.add_argument("notation", nargs="*", default=[], help="seed dice notation, e.g. 3d 1p +2p, 6d10, d6 d8 d10, 40%%")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--dice", help="faces (6,2,8,1), skill dice (d6=5,d4=4,d10=9); for odds: a count or d6,d8,d10")
     p.add_argument("--action", help="contingency-action: action d8 faces (resolve) or count (odds)")
