@@ -201,3 +201,45 @@ def test_each_dies_label_shows_under_its_face_on_a_small_phone(served, page):
     assert len(tags) == 8 and all(t >= photo["y"] for t in tags)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "viewer-d10.png"), full_page=True)
+
+
+def test_gm_keeps_what_it_is_typing_across_live_updates(served, page):
+    """A state event (a token change, a new roll) refreshes /gm, but leaves alone the fields the GM
+    is editing: the system menu and parameters chosen but not yet used, a die's face typed but not
+    yet set (it once put them all back to the server's values on every roll). A newer roll does not
+    replace the die fields being edited: they still correct the roll they show. After each submit
+    the fields show the server's state again."""
+    service, base = served
+    service.set_system("contract")
+    roll_now(service)  # 6,6,2 read for The Contract's table
+    first = service.state().last_roll.id
+    page.goto(base + "/gm")
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#last-dice form.fix input", timeout=10_000)
+    assert page.input_value("#system") == "contract"
+    page.select_option("#system", "charge")
+    page.fill("#params", '{"risk":"high"}')
+    page.locator("#last-dice form.fix input").first.fill("4")  # typed, not set; the field keeps focus
+    service.add_tension(1)  # a state event: the page's other live updates still come in
+    page.wait_for_function("document.getElementById('tension').textContent === '1'", timeout=10_000)
+    assert page.input_value("#system") == "charge"
+    assert page.input_value("#params") == '{"risk":"high"}'
+    assert page.locator("#last-dice form.fix input").first.input_value() == "4"
+    roll_now(service)  # a newer roll (one die) comes in while the GM is typing
+    second = service.state().last_roll.id
+    page.wait_for_selector("#dice-note:not([hidden])", timeout=10_000)
+    assert f"roll #{first}" in page.inner_text("#dice-note")
+    assert page.locator("#last-dice form.fix input").count() == 3
+    assert page.locator("#last-dice form.fix input").first.input_value() == "4"
+    assert page.input_value("#system") == "charge" and page.input_value("#params") == '{"risk":"high"}'
+    page.click("#set-system")
+    page.wait_for_function("document.getElementById('msg').textContent === 'system set'", timeout=10_000)
+    assert service.state().system == "charge" and service.state().params["risk"] == "high"
+    page.wait_for_function("document.getElementById('params').value !== '{\"risk\":\"high\"}'", timeout=10_000)
+    assert '"risk":"high"' in page.input_value("#params")  # the server's parameters, defaults filled in
+    page.locator("#last-dice form.fix button").first.click()  # sets the face typed: on the roll it showed
+    page.wait_for_function(f"document.getElementById('last-dice').dataset.roll === '{second}'", timeout=10_000)
+    assert service.table.roll(first).reading.dice[0].face == "4"
+    assert page.locator("#last-dice form.fix input").count() == 1 and page.is_hidden("#dice-note")
+    assert page.locator("#last-dice form.fix input").input_value() == "3"  # the newest roll, as read

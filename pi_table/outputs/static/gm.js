@@ -12,25 +12,73 @@ async function api(method, path, body) {
 }
 const say = (m) => { $("msg").textContent = m; };
 
+// A field the GM is editing (focused, or changed since the page last filled it) keeps its value,
+// caret and selection when a state event or a roll comes in; after a successful submit the
+// action releases it and the next refresh shows the server's value again.
+const filled = new WeakMap();   // field -> the value the page last put in it
+const released = new WeakSet(); // fields just submitted: refill even if focused
+const editing = (el) => !released.has(el) && (el === document.activeElement || (filled.has(el) && el.value !== filled.get(el)));
+function fill(el, value) {
+  if (editing(el)) return;
+  released.delete(el);
+  el.value = value; filled.set(el, el.value);
+}
+let lastRoll = null;
+
 async function refresh() {
   const s = await (await fetch("/api/state")).json();
   const t = s.tokens;
   $("tension").textContent = t.tension;
   $("tokens").textContent = `tension ${t.tension} · GM omens ${t.gm_omens} · momentum ${t.momentum}`;
-  $("system").value = s.system; $("params").value = JSON.stringify(s.params);
+  fill($("system"), s.system); fill($("params"), JSON.stringify(s.params));
   drawPlayers(s.players || [], s.roller);
   const sess = await (await fetch("/gm/session")).json();
   $("leds").textContent = `tension bar ${sess.leds.tension} lit, second bar ${sess.leds.omens} lit, status ${sess.leds.status}` + (sess.mock_pins ? " (mock pins)" : "");
-  const box = $("last-dice"); box.replaceChildren();
-  if (s.last_roll) s.last_roll.dice.forEach((d, i) => {
-    const f = document.createElement("form"); f.className = "fix";
-    const inp = document.createElement("input"); inp.value = d.face; inp.setAttribute("aria-label", `die ${i + 1} face`);
-    inp.placeholder = "?"; if (d.status !== "ok") { inp.title = `die ${i + 1} ${d.status}: type its face`; f.classList.add("warn"); }
-    const b = document.createElement("button"); b.textContent = `set ${d.kind} #${i + 1}`;
-    f.append(inp, b);
-    f.onsubmit = (e) => { e.preventDefault(); act(() => api("PUT", `/api/rolls/${s.last_roll.id}/dice/${i}`, { face: inp.value }), "die corrected"); };
-    box.appendChild(f);
-  });
+  lastRoll = s.last_roll;
+  drawDice();
+}
+
+// "Correct a die": one field per die of the last roll. While the GM edits a field, a newer roll
+// does not replace the fields: they go on correcting the roll they show (any roll may be corrected).
+function drawDice() {
+  const box = $("last-dice"), roll = lastRoll;
+  const fields = [...box.querySelectorAll("input")];
+  const shown = Number(box.dataset.roll);
+  if (roll && roll.id === shown && fields.length === roll.dice.length) {
+    roll.dice.forEach((d, i) => markDie(fields[i], d, i));
+  } else if (fields.some(editing)) {
+    $("dice-note").textContent = `A newer roll came in: these fields still correct roll #${shown}.`;
+    $("dice-note").hidden = false;
+    return;
+  } else {
+    box.replaceChildren(); delete box.dataset.roll;
+    if (roll) {
+      box.dataset.roll = roll.id;
+      roll.dice.forEach((d, i) => box.appendChild(dieForm(roll.id, d, i)));
+    }
+  }
+  $("dice-note").hidden = true;
+}
+
+function dieForm(rollId, d, i) {
+  const f = document.createElement("form"); f.className = "fix";
+  const inp = document.createElement("input"); inp.setAttribute("aria-label", `die ${i + 1} face`); inp.placeholder = "?";
+  const b = document.createElement("button"); b.textContent = `set ${d.kind} #${i + 1}`;
+  f.append(inp, b);
+  markDie(inp, d, i);
+  f.onsubmit = (e) => {
+    e.preventDefault();
+    act(async () => { await api("PUT", `/api/rolls/${rollId}/dice/${i}`, { face: inp.value }); released.add(inp); }, "die corrected");
+  };
+  inp.addEventListener("blur", () => setTimeout(drawDice));  // a field left unchanged lets the newest roll in
+  return f;
+}
+
+function markDie(inp, d, i) {
+  fill(inp, d.face);
+  const warn = d.status !== "ok";
+  inp.closest("form").classList.toggle("warn", warn);
+  if (warn) inp.title = `die ${i + 1} ${d.status}: type its face`; else inp.removeAttribute("title");
 }
 
 // Players: pick the roller, adjust momentum (seed 004) and luck points (seed 001), remove.
@@ -88,6 +136,9 @@ $("add-player").onsubmit = (e) => {
   act(async () => { await api("POST", "/api/players", { name }); $("player-name").value = ""; }, `${name} added`);
 };
 $("undo").onclick = () => act(() => api("POST", "/api/undo"), "undone");
-$("set-system").onclick = () => act(() => api("PUT", "/api/system", { system: $("system").value, params: JSON.parse($("params").value || "{}") }), "system set");
+$("set-system").onclick = () => act(async () => {
+  await api("PUT", "/api/system", { system: $("system").value, params: JSON.parse($("params").value || "{}") });
+  released.add($("system")); released.add($("params"));
+}, "system set");
 
 (async () => { const s = await (await fetch("/gm/session")).json(); if (s.gm) { csrf = s.csrf; await enter(); } })();
