@@ -243,3 +243,34 @@ def test_gm_keeps_what_it_is_typing_across_live_updates(served, page):
     assert service.table.roll(first).reading.dice[0].face == "4"
     assert page.locator("#last-dice form.fix input").count() == 1 and page.is_hidden("#dice-note")
     assert page.locator("#last-dice form.fix input").input_value() == "3"  # the newest roll, as read
+
+
+def test_gm_page_asks_for_the_pin_again_when_its_session_is_gone(served, page):
+    """The GM session lives as long as the server's run: after a restart every change answers
+    401. The open /gm page then shows its PIN form again, saying why (it once kept showing the
+    controls, each answering "GM PIN required"); after the PIN the GM goes on without a reload,
+    with what they had typed still there. (The browser's cookies are cleared here: to the server
+    that is the same as a session from an earlier run.)"""
+    service, base = served
+    page.goto(base + "/gm")
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    page.click("#give")
+    page.wait_for_function("document.getElementById('tension').textContent === '1'", timeout=10_000)
+    page.evaluate("window.__marker = 'same page'")
+    page.context.clear_cookies()  # the session is gone
+    page.fill("#params", '{"risk":"high"}')
+    page.click("#give")
+    page.wait_for_selector("#login:not([hidden])", timeout=10_000)
+    assert page.is_hidden("#controls")
+    assert "signed out" in page.inner_text("#login-msg") and "PIN" in page.inner_text("#login-msg")
+    assert service.state().tokens.tension == 1  # nothing changed
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    assert page.inner_text("#login-msg") == "" and page.input_value("#params") == '{"risk":"high"}'
+    page.click("#give")
+    page.wait_for_function("document.getElementById('tension').textContent === '2'", timeout=10_000)
+    assert service.state().tokens.tension == 2
+    assert page.evaluate("window.__marker") == "same page"  # no reload happened

@@ -1,14 +1,26 @@
 // GM control page: PIN login (session cookie + CSRF token), tokens, scene, system, corrections.
 "use strict";
 const $ = (id) => document.getElementById(id);
-let csrf = null;
+let csrf = null, source = null;
+const SIGNED_OUT = "signed out (the server restarted?): enter the PIN to go on";
 
 async function api(method, path, body) {
   const r = await fetch(path, { method, headers: { "Content-Type": "application/json", "X-CSRF-Token": csrf || "" },
     body: body === undefined ? undefined : JSON.stringify(body), credentials: "same-origin" });
   const data = await r.json().catch(() => ({}));
+  if (r.status === 401 && path.startsWith("/api/")) { signOut(SIGNED_OUT); throw new Error(SIGNED_OUT); }
   if (!r.ok) throw new Error(data.error || r.statusText);
   return data;
+}
+
+// The session lives as long as the server's run: after a restart every change answers 401.
+// Show the PIN form again; what the GM typed stays in the hidden controls for after the login.
+function signOut(message) {
+  csrf = null;
+  if (source) { source.close(); source = null; }
+  $("controls").hidden = true; $("login").hidden = false;
+  $("login-msg").textContent = message;
+  $("pin").value = ""; $("pin").focus();
 }
 const say = (m) => { $("msg").textContent = m; };
 
@@ -117,9 +129,10 @@ async function act(fn, done) {
 }
 
 async function enter() {
-  $("login").hidden = true; $("controls").hidden = false;
+  $("login").hidden = true; $("controls").hidden = false; $("login-msg").textContent = ""; say("");
   await refresh();
-  const source = new EventSource("/api/events");
+  if (source) source.close();
+  source = new EventSource("/api/events");
   source.addEventListener("state", refresh);
 }
 
