@@ -274,3 +274,28 @@ def test_gm_page_asks_for_the_pin_again_when_its_session_is_gone(served, page):
     page.wait_for_function("document.getElementById('tension').textContent === '2'", timeout=10_000)
     assert service.state().tokens.tension == 2
     assert page.evaluate("window.__marker") == "same page"  # no reload happened
+
+
+def test_pages_load_with_their_icon_and_a_clean_console(served, page):
+    """Both pages link their icon (a die), which loads; /favicon.ico answers too. Loading a page
+    logs no console error and gets no 4xx/5xx answer (a 404 for /favicon.ico once logged an error
+    on every page load)."""
+    _service, base = served
+    favicon = page.request.get(base + "/favicon.ico")
+    assert favicon.status == 200 and favicon.headers["content-type"].startswith("image/svg+xml")
+    assert b"<svg" in favicon.body()
+    errors, answers = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("response", lambda r: answers.append((r.status, r.url)))
+    for path, ready in (("/", ".live.on"), ("/gm", "#login:not([hidden])")):
+        answers.clear()
+        page.goto(base + path)
+        page.wait_for_selector(ready, timeout=10_000)
+        assert page.evaluate("document.querySelector('link[rel=icon]')?.getAttribute('href')") == "/static/icon.svg", path
+        for _ in range(100):  # the browser asks for the icon after the page loads
+            if any(url == base + "/static/icon.svg" for _, url in answers):
+                break
+            page.wait_for_timeout(100)
+        assert (200, base + "/static/icon.svg") in answers, path
+        assert [a for a in answers if a[0] >= 400] == [], path
+    assert errors == []

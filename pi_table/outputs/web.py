@@ -127,6 +127,11 @@ def create_app(service) -> Flask:
     def gm_page():
         return send_file(STATIC / "gm.html")
 
+    @app.get("/favicon.ico")
+    def favicon():
+        """The pages' icon (a die, SVG): they link it; this answers browsers and tools that ask anyway."""
+        return send_file(STATIC / "icon.svg", mimetype="image/svg+xml", max_age=86400)
+
     @app.post("/gm/login")
     def gm_login():
         client = request.remote_addr or "?"
