@@ -100,8 +100,13 @@ def test_serve_command_end_to_end(tmp_path):
         listener.start()
         listener.join(30)
         assert got and got[0]["id"] > first_id and "outcome" in got[0]
+        viewer = urllib.request.urlopen(base + "/api/events", timeout=20)  # a page still open at the stop
+        assert viewer.readline().startswith(b"retry:")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
+        assert viewer.read() is not None  # its stream was ended, not cut
+        viewer.close()
+        assert "still running" not in proc.stderr.read()  # waitress waited for no stream's worker
         out = proc.stdout.read()
         assert "GM PIN: " in out  # a new PIN, printed once
         assert (tmp_path / "pi-table" / "table.db").is_file()

@@ -41,11 +41,29 @@ class EventHub:
         self.queue_size = queue_size
         self._lock = threading.Lock()
         self._queues: set[queue.Queue] = set()
+        self._closed = False
+
+    def close(self) -> None:
+        """End every open stream now (the server is stopping: a viewer's stream would otherwise
+        hold its worker thread, and the stop, until its next heartbeat) and take no new ones."""
+        with self._lock:
+            self._closed = True
+            targets, self._queues = list(self._queues), set()
+        for q in targets:
+            while True:
+                try:
+                    q.put_nowait(None)  # tells the stream to end
+                    break
+                except queue.Full:
+                    try:
+                        q.get_nowait()
+                    except queue.Empty:
+                        pass
 
     def subscribe(self) -> queue.Queue | None:
-        """A new stream's queue, or None when ``max_streams`` are already open."""
+        """A new stream's queue, or None when ``max_streams`` are already open or the hub is closed."""
         with self._lock:
-            if len(self._queues) >= self.max_streams:
+            if self._closed or len(self._queues) >= self.max_streams:
                 return None
             q: queue.Queue = queue.Queue(maxsize=self.queue_size)
             self._queues.add(q)

@@ -291,6 +291,7 @@ def install_stop_handlers(service) -> None:
     def stop(signum, _frame):
         log.info("signal %s: stopping", signum)
         service.stop()
+        service.hub.close()  # live pages' streams end now, not at their next heartbeat
         raise SystemExit(0)  # waitress's loop shuts its workers down on SystemExit
 
     if threading.current_thread() is threading.main_thread():
