@@ -316,6 +316,9 @@ def test_odds_in_rolls_api_and_live_events(client, service):
     stream.close()
     listed = client.get("/api/rolls?limit=1").get_json()[0]
     assert listed["odds"] == data["odds"] and listed["outcome"] == "critical"
+    worst_first = list(rules.BANDS["charge"])
+    assert list(data["odds"]) == list(listed["odds"]) == worst_first, list(listed["odds"])  # README: worst band first
+    assert list(client.get("/api/state").get_json()["last_roll"]["odds"]) == worst_first
 
 
 def test_slow_odds_do_not_hold_a_roll_up_and_follow_when_ready(tmp_path, mock_pins, monkeypatch):

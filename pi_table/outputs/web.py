@@ -52,6 +52,7 @@ def create_app(service) -> Flask:
     app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
     app.config.update(SECRET_KEY=secrets.token_bytes(32), SESSION_COOKIE_HTTPONLY=True,
                       SESSION_COOKIE_SAMESITE="Strict", MAX_CONTENT_LENGTH=64 * 1024)
+    app.json.sort_keys = False  # keep the order the kit gives: odds worst band first, as the live events send them
     lockout = Lockout()
 
     def error(status: int, message: str):
