@@ -21,14 +21,21 @@ def test_bars_show_token_counts(mock_pins):
 
 
 def test_buttons_call_the_gm_actions(mock_pins):
+    """Spend acts on a press; new scene (it wipes the GM's omens) only when held for hold_s."""
     pressed = []
-    panel = Panel(PinConfig(), on_spend=lambda: pressed.append("spend"), on_scene=lambda: pressed.append("scene"))
+    panel = Panel(PinConfig(hold_s=0.2), on_spend=lambda: pressed.append("spend"),
+                  on_scene=lambda: pressed.append("scene"))
     mock_pins.pin(16).drive_low()  # button to ground, internal pull-up
     mock_pins.pin(16).drive_high()
-    mock_pins.pin(20).drive_low()
-    deadline = time.monotonic() + 2
+    mock_pins.pin(20).drive_low()  # a bump on new scene: let go before hold_s
+    mock_pins.pin(20).drive_high()
+    time.sleep(0.5)
+    assert pressed == ["spend"]
+    mock_pins.pin(20).drive_low()  # held
+    deadline = time.monotonic() + 3
     while len(pressed) < 2 and time.monotonic() < deadline:
         time.sleep(0.01)
+    mock_pins.pin(20).drive_high()
     assert pressed == ["spend", "scene"]
     panel.close()
 
@@ -65,6 +72,9 @@ def test_pin_config_validation():
     with pytest.raises(ValueError, match="unknown pin setting 'leds'"):
         PinConfig.from_dict({"leds": [1]})
     assert PinConfig.from_dict({"tension": [2, 3, 4]}).tension == (2, 3, 4)
+    for bad in ({"hold_s": 0}, {"hold_s": "1"}, {"hold_s": True}, {"bounce_s": -0.1}, {"bounce_s": 5}):
+        with pytest.raises(ValueError, match=f"{next(iter(bad))} must be .*got {next(iter(bad.values()))!r}"):
+            PinConfig.from_dict(bad)
 
 
 def test_a_pi_whose_pins_do_not_open_says_why(monkeypatch, caplog, tmp_path):

@@ -21,7 +21,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class PinConfig:
-    """BCM pin numbers of the panel. Raises ValueError on a pin outside 0..27 or a pin used twice."""
+    """BCM pin numbers of the panel, ``hold_s`` (seconds the new-scene button is held before it acts:
+    it sets the GM's omens to 0, so a bump must not) and ``bounce_s`` (debounce, seconds).
+    Raises ValueError on a pin outside 0..27, a pin used twice, or hold_s / bounce_s out of range."""
 
     tension: tuple[int, ...] = (17, 27, 22, 23, 24)
     omens: tuple[int, ...] = (5, 6, 13, 19, 26)
@@ -40,6 +42,10 @@ class PinConfig:
         dupes = sorted({p for p in pins if pins.count(p) > 1})
         if dupes:
             raise ValueError(f"GPIO pin {dupes[0]} is used twice in the pin config")
+        for key, lo, hi in (("hold_s", 0.1, 10.0), ("bounce_s", 0.0, 1.0)):
+            value = getattr(self, key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
+                raise ValueError(f"pins {key} must be {lo}..{hi} seconds, got {value!r}")
 
     @classmethod
     def from_dict(cls, data: dict) -> "PinConfig":
@@ -123,7 +129,10 @@ class Panel:
                                     ("reread", self.pins.reread, self.on_reread)):
             button = self._open(Button, pin, bounce_time=self.pins.bounce_s, hold_time=self.pins.hold_s, pin_factory=self.factory)
             if button is not None and callback is not None:
-                button.when_pressed = lambda _b=None, cb=callback: cb()
+                if name == "scene":  # it wipes the GM's omens: held for hold_s, so a bump does not
+                    button.when_held = lambda _b=None, cb=callback: cb()
+                else:
+                    button.when_pressed = lambda _b=None, cb=callback: cb()
             self.buttons[name] = button
         self.status = "ready"
 
