@@ -345,8 +345,8 @@ def _cannot_listen(host: str, port: int, exc: Exception):
 
 def serve_forever(service, server, host: str) -> None:
     """Serve the app on ``server`` (:func:`listen`'s, bound to ``host``) with waitress until
-    SIGTERM/SIGINT; then stop the capture loop cleanly."""
-    install_stop_handlers(service)
+    SIGTERM/SIGINT (the caller installs :func:`install_stop_handlers` first, before its capture
+    starts); then stop the capture loop cleanly."""
     log.info("web page on http://%s:%s/ (GM page /gm)", host, server.effective_port)
     try:
         server.run()
