@@ -409,7 +409,16 @@ class Service:
         return roll
 
     def undo(self) -> bool:
-        done = self.table.undo()
+        """Undo the last GM change; a corrected roll taken back is published again (a ``roll``
+        event), so the pages' history shows it as it is now."""
+        with self._lock:
+            last = self.table.last_change()
+            done = self.table.undo()
+        if done and last is not None and last[1] is not None:
+            try:
+                self._publish_roll(self.table.roll(last[1]))
+            except KeyError:
+                pass
         self._changed()
         return done
 

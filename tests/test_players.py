@@ -170,6 +170,25 @@ def test_a_corrected_die_pays_once_and_undo_gives_it_back(tmp_path):
     assert table.roll(roll.id).outcome == "reroll" and table.player(ana.id).momentum == 2
 
 
+
+def test_an_undone_correction_keeps_its_roller_and_a_costlier_fix_says_who_was_short(tmp_path):
+    table = Table(tmp_path / "t.db", "charge", {"roll": "determination", "dots": 3})
+    ben = table.add_player("Ben", momentum=5)
+    table.set_roller(ben.id)
+    dice = d6_reading(6, 2, 1)
+    roll = table.record(replace(dice, dice=dice.dice[:2] + (replace(dice.dice[2], status="unreadable"),)))
+    assert roll.outcome == "reroll" and table.player(ben.id).momentum == 5
+    table.update_player(ben.id, momentum=2)
+    fixed = table.correct_die(roll.id, 2, "4")  # now resolved: 3 dice of determination, Ben has 2
+    assert table.player(ben.id).momentum == 0
+    assert any("Ben had 2 momentum for the 3 this roll spends" in w for w in fixed.why), fixed.why
+    assert table.undo()
+    assert table.roll(roll.id).player == {"id": ben.id, "name": "Ben"}  # was dropped by undo
+    assert table.player(ben.id).momentum == 2
+    table.correct_die(roll.id, 2, "5")  # the roller pays again, not the table-level count
+    assert table.player(ben.id).momentum == 0 and table.tokens.momentum == 0
+
+
 def test_no_roller_spends_from_the_table_level_momentum(tmp_path):
     table = Table(tmp_path / "t.db", "charge")
     table.record(d6_reading(6, 6))  # critical: +3 to the table-level count
@@ -356,3 +375,20 @@ def test_slow_odds_do_not_hold_a_roll_up_and_follow_when_ready(tmp_path, mock_pi
         assert roll.odds(wait_s=None) is not None
     finally:
         svc.close()
+
+
+def test_undoing_a_correction_sends_the_roll_as_it_is_now(service):
+    """The pages' history holds every roll: an undone correction must reach them as a roll event."""
+    service.handle(settled())
+    roll = service.table.rolls(1)[0]
+    service.correct_die(roll.id, 1, "2")
+    q = service.hub.subscribe()
+    assert service.table.last_change() == ("correct", roll.id)
+    assert service.undo()
+    events = []
+    while not q.empty():
+        events.append(q.get_nowait())
+    sent = [e.data for e in events if e.name == "roll"]
+    assert sent and sent[0]["id"] == roll.id and sent[0]["outcome"] == "critical", sent
+    service.add_tension(1)
+    assert service.table.last_change() == ("tension", None)

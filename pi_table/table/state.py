@@ -363,15 +363,20 @@ class Table:
         """Take what a roll spends from its roller, give what it gains, inside the caller's
         transaction (seed 004 "Momentum", "Push Yourself", "Determination Roll"; seed 001 "Luck
         Dice"). Points never go below 0: a roller short of them is named in the returned why."""
-        short = [f"{player.name} had {have} {what} for the {cost} this roll spends"
-                 for what, have, cost in (("momentum", player.momentum, effects.momentum_spent),
-                                          ("luck", player.luck, effects.luck_spent)) if cost > have]
+        short = self._short(player, effects)
         net = effects.momentum - effects.momentum_spent
         if net:
             self._add_momentum(player.id, net)
         if effects.luck_spent:
             self._add_luck(player.id, -effects.luck_spent)
-        return why + tuple(short)
+        return why + short
+
+    @staticmethod
+    def _short(player: Player, effects: "rules.TableEffects") -> tuple[str, ...]:
+        """A why line for each kind of point the roll spends more of than ``player`` has."""
+        return tuple(f"{player.name} had {have} {what} for the {cost} this roll spends"
+                     for what, have, cost in (("momentum", player.momentum, effects.momentum_spent),
+                                              ("luck", player.luck, effects.luck_spent)) if cost > have)
 
     def record(self, reading: Reading, image: str | None = None, t: float | None = None) -> Roll:
         """Resolve a reading under the current system, add its effects to the tokens, store it.
@@ -501,6 +506,10 @@ class Table:
             _, _, _, old_effects = resolve_reading(roll.system, roll.params, roll.reading)
             outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)
             owner = self._find_player(roll.player["id"]) if roll.player else None
+            if owner is not None:  # what the correction makes the roll spend beyond what it spent
+                more = replace(effects, momentum_spent=effects.momentum_spent - old_effects.momentum_spent,
+                               luck_spent=effects.luck_spent - old_effects.luck_spent)
+                why += self._short(owner, more)
             to_table = owner is None
             tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
             payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": roll.player})
@@ -508,7 +517,10 @@ class Table:
             momentum = (effects.momentum - effects.momentum_spent) - (old_effects.momentum - old_effects.momentum_spent)
             luck = old_effects.luck_spent - effects.luck_spent
             if owner is not None:
-                # the points as they were and the difference made, so that undo takes back the difference
+                # the points as they were and the difference made (after the 0..MAX_POINTS clamp),
+                # so that undo takes back just that difference
+                momentum = min(MAX_POINTS, max(0, owner.momentum + momentum)) - owner.momentum
+                luck = min(MAX_POINTS, max(0, owner.luck + luck)) - owner.luck
                 extra["player_points"] = [owner.id, owner.momentum, owner.luck, momentum, luck]
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -520,6 +532,15 @@ class Table:
                                  (_reading_to_json(reading), outcome, payload, roll_id))
                 self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
             return self.roll(roll_id)
+
+    def last_change(self) -> tuple[str, int | None] | None:
+        """The GM change :meth:`undo` takes back next: ``(what, id of the roll it corrected or
+        None)``, e.g. ``("correct", 12)`` or ``("tension", None)``; None when none is left."""
+        with self._lock:
+            row = self._db.execute("SELECT what, before FROM changes ORDER BY id DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        return row[0], json.loads(row[1]).get("roll") if row[0] == "correct" else None
 
     def undo(self) -> bool:
         """Undo the last GM change (system, tokens, scene, correction, players, roller).
@@ -556,7 +577,8 @@ class Table:
                     reading = replace(reading, dice=tuple(Die.from_json(d) for d in before["reading"]["dice"]))
                     roll = self.roll(before["roll"])
                     outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)
-                    payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__})
+                    payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__,
+                                          "player": roll.player})
                     self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
                                      (_reading_to_json(reading), outcome, payload, before["roll"]))
                 self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
