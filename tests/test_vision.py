@@ -276,6 +276,22 @@ def test_crop_labels(tmp_path):
     (tmp_path / "5").mkdir()
     cv2.imwrite(str(tmp_path / "5" / "x.png"), np.zeros((8, 8, 3), np.uint8))
     assert [(p.name, k, f) for p, k, f in load_crops(tmp_path)] == [("x.png", "d6", "5")]
+    assert [k for _, k, _ in load_crops(tmp_path, "d8")] == ["d8"]  # eval --crop --kinds d8
+
+    def crop(*parts):
+        path = tmp_path.joinpath("kinds", *parts)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cv2.imwrite(str(path), np.zeros((8, 8, 3), np.uint8))
+
+    crop("d8", "3", "a.png"), crop("D10", "0", "b.tif"), crop("d10-tens", "70", "c.png"), crop("d8", "d10_9.png")
+    got = {(p.name, k, f) for p, k, f in load_crops(tmp_path / "kinds")}
+    assert got == {("a.png", "d8", "3"), ("b.tif", "d10", "0"), ("c.png", "d10-tens", "70"), ("d10_9.png", "d10", "9")}
+    assert {k for _, k, _ in load_crops(tmp_path / "kinds" / "d8")} == {"d8", "d10"}  # the root's own name too
+    for bad, needle in ((("d8", "9", "x.png"), "'9' is not on a d8"), (("20240101_1234.png",), "'20240101'")):
+        crop(*bad)
+        with pytest.raises(ValueError, match=needle):
+            load_crops(tmp_path / "kinds")
+        tmp_path.joinpath("kinds", *bad).unlink()
 
 
 @pytest.fixture(scope="module")

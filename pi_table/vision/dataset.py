@@ -22,7 +22,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
+from pi_table.vision.dice import face_value
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff")
 
 
 @dataclass(frozen=True)
@@ -199,12 +201,22 @@ def parse_crop_label(name: str, default_kind: str = "d6") -> tuple[str, str] | N
     return (match.group(1) or default_kind), match.group(2)
 
 
+#: Folder names that give the kind of the crops under them (``d8/3/x.png``), lower case.
+_KIND_FOLDERS = ("d6", "d8", "d10", "d10-tens")
+
+
 def load_crops(root: Path, default_kind: str = "d6") -> list[tuple[Path, str, str]]:
     """``(path, kind, face)`` for every crop image under ``root`` (sorted).
 
+    The face comes from the crop's folder ("4/x.png") or its file name ("4_x.png", "d8_7.png");
+    the kind from that name ("d8_7"), else from a folder above it named by a kind
+    ("d8/7/x.png", also ``root`` itself: ``eval crops/d8 --crop``), else ``default_kind``
+    (``eval --crop --kinds d8`` makes it d8).
+
     Raises:
         FileNotFoundError: ``root`` does not exist.
-        ValueError: no crop whose face can be told from its folder or file name.
+        ValueError: no crop whose face can be told from its folder or file name, or a face
+            that is not on its kind of die (named with its path).
     """
     root = Path(root)
     if not root.exists():
@@ -213,9 +225,17 @@ def load_crops(root: Path, default_kind: str = "d6") -> list[tuple[Path, str, st
     for path in sorted(root.rglob("*")):
         if path.suffix.lower() not in IMAGE_SUFFIXES or not path.is_file():
             continue
-        label = parse_crop_label(path.parent.name, default_kind) if path.parent != root else None
-        label = label or parse_crop_label(path.stem, default_kind)
+        folders = [root, *reversed(path.relative_to(root).parents[:-1])]  # root first, then down to the crop's
+        kind = default_kind
+        for folder in folders:
+            kind = folder.name.lower() if folder.name.lower() in _KIND_FOLDERS else kind
+        label = parse_crop_label(path.parent.name, kind) if path.parent != root else None
+        label = label or parse_crop_label(path.stem, kind)
         if label:
+            try:
+                face_value(*label)
+            except ValueError as exc:
+                raise ValueError(f"crop {path}: {exc} (the face is told by its folder or file name)") from None
             out.append((path, *label))
     if not out:
         raise ValueError(f"no crops named by face value under {root}")

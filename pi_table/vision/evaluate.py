@@ -674,9 +674,10 @@ def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face
 
 
 def evaluate_crops(reader: DiceReader, root: Path, kinds=None) -> dict:
-    """Score ``read --crop`` on a crop folder (one die per image, face in the folder/file name)."""
+    """Score ``read --crop`` on a crop folder (one die per image, face in the folder/file name; the
+    kind in the name, a folder named by it, or the one kind of ``kinds``: :func:`load_crops`)."""
     total = Score()
-    for path, kind, face in load_crops(root):
+    for path, kind, face in load_crops(root, kinds[0] if kinds and len(kinds) == 1 else "d6"):
         total.add(_score_crop(reader, load_image(path), path.name, kind, face, kinds))
     return {"folders": {Path(root).name: total.to_json()}, "all": total.to_json()}
 
