@@ -73,3 +73,33 @@ def test_help_lists_every_command(capsys):
     out = capsys.readouterr().out
     for command in ("serve", "read", "eval", "resolve", "odds", "bench"):
         assert command in out
+
+
+def test_read_prints_each_image_as_it_goes_and_names_a_broken_one_at_the_end(tmp_path):
+    """Images are decoded one at a time (a batch of phone photos never sits in memory at once): a
+    file whose header is an image's and whose body is not costs only its own line; the rest are
+    printed in order and the exit status (2, one line) names it. A missing file or one that is
+    no image at all is still refused before any work. A JPEG cut off before its end marker
+    (a copy that stopped short) is read as far as it goes."""
+    import json
+
+    demo = sorted((REPO / "pi_table" / "demo").glob("*.jpg"))[:2]
+    broken = tmp_path / "broken.jpg"
+    broken.write_bytes(b"\xff\xd8\xff\xe0 not the rest of a jpeg")
+    result = run_cli("read", "--json", str(demo[0]), str(broken), str(demo[1]), tmp_path=tmp_path)
+    assert result.returncode == 2
+    assert [json.loads(line)["image"] for line in result.stdout.splitlines()] == [str(demo[0]), str(demo[1])]
+    assert result.stderr.strip().splitlines() == [f"pi-table: error: not an image: {broken}"]
+
+    text = tmp_path / "notes.jpg"
+    text.write_text("not an image")
+    result = run_cli("read", "--json", str(demo[0]), str(text), tmp_path=tmp_path)
+    assert result.returncode == 2 and result.stdout == "" and str(text) in result.stderr
+
+    whole = demo[0].read_bytes()
+    assert whole.endswith(b"\xff\xd9")
+    cut = tmp_path / "cut.jpg"
+    cut.write_bytes(whole[:-2])  # the end marker lost
+    result = run_cli("read", "--json", str(cut), tmp_path=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["dice"]

@@ -152,15 +152,20 @@ def _check(args) -> int:
 
 
 def _read(args) -> int:
-    from pi_table.vision.reader import load_image
+    from pi_table.vision.reader import check_image_file, load_image
 
     kinds = parse_kinds(args.kinds)
-    images = []
-    for path in args.images:  # check every input before any work: one clear error, nothing half-printed
-        images.append((path, load_image(path)))
+    for path in args.images:  # a missing file or one that is no image: one clear error before any work
+        check_image_file(path)
     reader = _reader(args)
     _note_unread_kinds(reader, kinds)
-    for path, image in images:
+    broken = []
+    for path in args.images:  # one image decoded at a time: a batch of big photos never sits in memory at once
+        try:
+            image = load_image(path)
+        except ValueError:  # an image whose header is fine and whose body is not (a cut-off file)
+            broken.append(path)
+            continue
         reading = (reader.read_crop if args.crop else reader.read)(image, name=path, kinds=kinds)
         if args.json:
             print(json.dumps(reading.to_json()), flush=True)
@@ -170,6 +175,9 @@ def _read(args) -> int:
                 box = ",".join(f"{v:.0f}" for v in die.box)
                 face = die.face or "?"
                 print(f"  {die.kind:8} {face:>3}  {die.status:10} confidence {die.confidence:.3f}  box {box}")
+    if broken:  # the others were read and printed; the exit status still says one was not
+        more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
+        raise ValueError(f"not an image: {broken[0]}{more}")
     return 0
 
 

@@ -144,6 +144,8 @@ def model_files(entry: dict) -> list[str]:
 def load_image(path: str | Path) -> np.ndarray:
     """Read an image file as ``HxWx3 uint8 BGR``.
 
+    A JPEG cut off before its end marker is decoded as far as it goes (the rest grey).
+
     Raises:
         FileNotFoundError: no such file.
         ValueError: the file is not an image OpenCV can decode (names the path).
@@ -156,10 +158,43 @@ def load_image(path: str | Path) -> np.ndarray:
     if path.is_dir():
         raise ValueError(f"not an image (a folder): {path}")
     data = np.fromfile(str(path), dtype=np.uint8)
-    image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+    level = cv2.utils.logging.getLogLevel()
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)  # a codec's WARN lines: ours is the one line
+    try:
+        image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+        if image is None and data[:2].tolist() == [0xFF, 0xD8] and data[-2:].tolist() != [0xFF, 0xD9]:
+            # a JPEG cut off before its end marker (a copy or upload stopped short): decoded as far as
+            # it goes, as a browser shows it, the rest grey
+            image = cv2.imdecode(np.concatenate([data, np.array([0xFF, 0xD9], np.uint8)]), cv2.IMREAD_COLOR)
+    finally:
+        cv2.utils.logging.setLogLevel(level)
     if image is None:
         raise ValueError(f"not an image: {path}")
     return image
+
+
+def check_image_file(path: str | Path) -> None:
+    """Check that ``path`` is a file whose header OpenCV can decode, without decoding its pixels
+    (``read`` checks a whole batch first and then decodes one image at a time).
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: a folder, an empty file, or a file that is not an image OpenCV reads (names the path).
+    """
+    import cv2
+
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.is_dir():
+        raise ValueError(f"not an image (a folder): {path}")
+    try:
+        str(path).encode()  # OpenCV crashes on a file name that is not valid UTF-8: the full decode says then
+        known = path.stat().st_size > 0 and cv2.haveImageReader(str(path))
+    except (UnicodeEncodeError, cv2.error):
+        known = path.stat().st_size > 0
+    if not known:
+        raise ValueError(f"not an image: {path}")
 
 
 def crop_die(image: np.ndarray, box, size: int, margin: float) -> np.ndarray:
