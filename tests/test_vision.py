@@ -2298,3 +2298,43 @@ def test_bench_holds_opencv_to_the_rows_thread_count():
         assert cv2.getNumThreads() == 2
     finally:
         cv2.setNumThreads(before)
+
+
+def test_yolo_labels_are_checked_and_sized_as_the_reader_turns_the_photo(tmp_path):
+    """A class the folder does not name is an error naming the line (it was read as a d6 face 8, or
+    an IndexError); a phone photo stored on its side (EXIF orientation 6) is labelled in its upright
+    frame, the frame the reader reads (it was sized as stored: every box missed)."""
+    from PIL import Image
+
+    folder = tmp_path / "set"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    upright = np.zeros((40, 60, 3), np.uint8)
+    exif = Image.Exif()
+    exif[0x0112] = 6  # orientation: turned 90 degrees clockwise to view
+    Image.fromarray(upright.transpose(1, 0, 2)).save(folder / "images" / "a.jpg", exif=exif)  # stored 40 wide, 60 high
+    label = folder / "labels" / "a.txt"
+    label.write_text("2 0.5 0.5 0.2 0.2\n")
+    [image] = load_yolo(folder)
+    assert (image.width, image.height) == load_image(folder / "images" / "a.jpg").shape[1::-1] == (60, 40)
+    assert image.dice[0].face == "3" and image.dice[0].box == pytest.approx((24, 16, 36, 24))
+    for line, needle in (("7 0.5 0.5 0.2 0.2", "class 7 on label line 1"), ("-1 0.5 0.5 0.2 0.2", "class -1"),
+                         ("0 0.5 0.5 0.2 nan", "malformed label line 1"), ("0 0.5 0.5 0.2 0.2 0.9", "malformed")):
+        label.write_text(line + "\n")
+        with pytest.raises(ValueError, match=needle):
+            load_yolo(folder)
+    label.write_text("1 0.5 0.5 0.2 0.2\n")
+    (folder / "classes.txt").write_text("d8:3\nd10-tens:70\n")
+    die = load_yolo(folder)[0].dice[0]
+    assert (die.kind, die.face) == ("d10-tens", "70")
+    (folder / "classes.txt").write_text("d8:3\nd8:9\n")
+    with pytest.raises(ValueError, match="'d8:9'.*not on a d8"):
+        load_yolo(folder)
+
+
+def test_sixteen_bit_images_are_scaled_by_their_brightest_value(tmp_path):
+    """A 12-bit camera's data in a 16-bit PNG reads as the 8-bit photo does (it came out 16 times too dark)."""
+    photo = load_image(sorted(DEMO.glob("*.jpg"))[0])
+    cv2.imwrite(str(tmp_path / "12bit.png"), photo.astype(np.uint16) * 16)
+    again = load_image(tmp_path / "12bit.png")
+    assert again.dtype == np.uint8 and np.abs(again.astype(int) - photo).max() <= 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,12 +90,25 @@ def read_classes(folder: Path) -> list[str] | None:
 
 
 def _image_size(path: Path) -> tuple[int, int]:
-    import cv2
+    """Width and height as the reader sees the image: turned upright by its EXIF orientation, as
+    ``read`` turns it (the stored size of a phone photo taken on its side is the other way round)."""
+    from pi_table.vision.reader import load_image
 
-    image = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
-    if image is None:
-        raise ValueError(f"not an image: {path}")
+    image = load_image(path)
     return image.shape[1], image.shape[0]
+
+
+def _class_label(name: str, where: Path) -> tuple[str, str]:
+    """``(kind, face)`` of a ``classes.txt`` name: ``d8:3`` (the renders'), or a face value as crops
+    are named (``3``, ``d8_3``: :func:`parse_crop_label`); ValueError naming ``where`` otherwise."""
+    label = tuple(name.split(":")) if ":" in name else parse_crop_label(name)
+    if label is None or len(label) != 2:
+        raise ValueError(f"class {name!r} in the classes.txt of {where} is not a die face (e.g. d8:3, or 3 for a d6)")
+    try:
+        face_value(*label)
+    except ValueError as exc:
+        raise ValueError(f"class {name!r} in the classes.txt of {where}: {exc}") from None
+    return label
 
 
 def label_file(image_path: Path) -> Path:
@@ -116,6 +130,7 @@ def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]
     out: list[LabelledImage] = []
     for folder in yolo_folders(root):
         classes = read_classes(folder)
+        labels = [_class_label(c, folder) for c in classes] if classes is not None else None
         name = folder_name or folder_label(folder)
         for image_path in sorted((folder / "images").iterdir()):
             if image_path.suffix.lower() not in IMAGE_SUFFIXES:
@@ -132,12 +147,17 @@ def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]
                 try:
                     cls = int(parts[0])
                     cx, cy, w, h = (float(v) for v in parts[1:5])
+                    if len(parts) != 5 or not all(math.isfinite(v) for v in (cx, cy, w, h)):
+                        raise ValueError
                 except (ValueError, IndexError):
-                    raise ValueError(f"malformed label line {n} in {label_path}: {line!r}") from None
-                if classes is not None:
-                    kind, face = classes[cls].split(":")
-                else:
-                    kind, face = "d6", str(cls + 1)
+                    raise ValueError(f"malformed label line {n} in {label_path}: {line!r} "
+                                     "(expected CLASS CX CY W H)") from None
+                count = len(labels) if labels is not None else 6
+                if not 0 <= cls < count:
+                    raise ValueError(f"class {cls} on label line {n} in {label_path} is not one of the "
+                                     + (f"{count} in classes.txt" if labels is not None else
+                                        "d6 faces 0..5 (face - 1; a classes.txt names other dice)"))
+                kind, face = labels[cls] if labels is not None else ("d6", str(cls + 1))
                 box = ((cx - w / 2) * width, (cy - h / 2) * height, (cx + w / 2) * width, (cy + h / 2) * height)
                 dice.append(LabelledDie(kind, face, box))
             meta = _meta_dice(folder / "meta" / (image_path.stem + ".json"))  # a render's: read once

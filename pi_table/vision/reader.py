@@ -144,7 +144,8 @@ def model_files(entry: dict) -> list[str]:
 def load_image(path: str | Path) -> np.ndarray:
     """Read an image file as ``HxWx3 uint8 BGR``.
 
-    A JPEG cut off before its end marker is decoded as far as it goes (the rest grey).
+    A JPEG cut off before its end marker is decoded as far as it goes (the rest grey); a 16-bit
+    image is scaled to 8 bits by its brightest value (10- and 12-bit camera data).
 
     Raises:
         FileNotFoundError: no such file.
@@ -160,14 +161,21 @@ def load_image(path: str | Path) -> np.ndarray:
     data = np.fromfile(str(path), dtype=np.uint8)
     level = cv2.utils.logging.getLogLevel()
     cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)  # a codec's WARN lines: ours is the one line
+    flags = cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH
     try:
-        image = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+        image = cv2.imdecode(data, flags) if data.size else None
         if image is None and data[:2].tolist() == [0xFF, 0xD8] and data[-2:].tolist() != [0xFF, 0xD9]:
             # a JPEG cut off before its end marker (a copy or upload stopped short): decoded as far as
             # it goes, as a browser shows it, the rest grey
-            image = cv2.imdecode(np.concatenate([data, np.array([0xFF, 0xD9], np.uint8)]), cv2.IMREAD_COLOR)
+            image = cv2.imdecode(np.concatenate([data, np.array([0xFF, 0xD9], np.uint8)]), flags)
     finally:
         cv2.utils.logging.setLogLevel(level)
+    if image is not None and image.dtype == np.uint16:
+        # 16-bit files often hold 10- or 12-bit camera data (a test rig's camera): scaled by their
+        # own brightest value, not by 65535, which left them 16 times too dark
+        image = cv2.convertScaleAbs(image, alpha=255.0 / max(int(image.max()), 255))
+    elif image is not None and image.dtype != np.uint8:
+        image = None  # float images (32-bit TIFF): no scale to read them by
     if image is None:
         raise ValueError(f"not an image: {path}")
     return image
