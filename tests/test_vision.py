@@ -2338,3 +2338,29 @@ def test_sixteen_bit_images_are_scaled_by_their_brightest_value(tmp_path):
     cv2.imwrite(str(tmp_path / "12bit.png"), photo.astype(np.uint16) * 16)
     again = load_image(tmp_path / "12bit.png")
     assert again.dtype == np.uint8 and np.abs(again.astype(int) - photo).max() <= 1
+
+
+def test_a_crop_of_a_kind_left_out_of_kinds_is_unreadable_not_read_as_an_allowed_kind(reader):
+    """--kinds scales the allowed kinds' probabilities back up; a d8 crop read with --kinds d10 came
+    out a sure d10 (the audit: 7 of 16). A die whose probability lies mostly in kinds left out is
+    now `unreadable` in a crop (left out of a photo's reading, as dice of other kinds are); read
+    with its own kind it reads as before."""
+    pytest.importorskip("PIL")
+    from pi_table.train.render.scene import make_scene
+
+    crops, index = [], 0
+    while len(crops) < 8:
+        scene = make_scene(5, "valid", index, kinds=("d8",), die_px=(70.0, 90.0), max_dice=1)
+        index += 1
+        die = scene.meta["dice"][0]
+        if not die["cocked"]:
+            x0, y0, x1, y1 = die["box_px"]
+            crops.append((cv2.cvtColor(scene.image, cv2.COLOR_RGB2BGR)[max(0, y0 - 12): y1 + 12, max(0, x0 - 12): x1 + 12],
+                          str(die["face"])))
+    as_d10 = [reader.read_crop(c, kinds=("d10",)).dice[0] for c, _ in crops]
+    assert all(d.status == "unreadable" and d.kind == "d10" and not d.face for d in as_d10), as_d10
+    as_d8 = [reader.read_crop(c, kinds=("d8",)).dice[0] for c, _ in crops]
+    assert sum(d.status == "ok" and d.face == face for d, (_, face) in zip(as_d8, crops)) >= 5, (as_d8, crops)
+    whole = reader.read(np.ascontiguousarray(np.pad(crops[0][0], ((100, 100), (100, 100), (0, 0)), mode="edge")),
+                        kinds=("d10",))
+    assert not [d for d in whole.dice if d.status == "ok"], whole.dice

@@ -181,6 +181,12 @@ def load_image(path: str | Path) -> np.ndarray:
     return image
 
 
+#: With ``--kinds``, a die whose probability lies less than this share in the kinds allowed is taken
+#: for a die of another kind (left out of a photo's reading; ``unreadable`` as a crop). Below it the
+#: restriction used to read e.g. a d8 crop as a sure d10 (7 of 16 d8 crops read with --kinds d10).
+OTHER_KIND = 0.5
+
+
 def check_image_file(path: str | Path) -> None:
     """Check that ``path`` is a file whose header OpenCV can decode, without decoding its pixels
     (``read`` checks a whole batch first and then decodes one image at a time).
@@ -1201,6 +1207,12 @@ class DiceReader:
         """Boxes as :meth:`boxes_and_logits` moves them, and NxK float32 calibrated probabilities
         over :attr:`classes` (numbered dice read by the numeral model, module docstring).
         Classes of kinds not in ``kinds`` get 0 and the rest are scaled back to sum 1."""
+        boxes, p, _ = self._classify(image, boxes, kinds, refine)
+        return boxes, p
+
+    def _classify(self, image: np.ndarray, boxes, kinds, refine: int | None) -> tuple[list, np.ndarray, np.ndarray]:
+        """:meth:`classify`'s boxes and probabilities, and per box the share of its die probability
+        (all but ``none``) that lay in ``kinds`` before the others were zeroed (1.0 without ``kinds``)."""
         boxes, logits = self.boxes_and_logits(image, boxes, refine)
         p_main = self.classifier.calibrated(logits)
         q, rows = None, np.zeros(0, int)
@@ -1211,12 +1223,16 @@ class DiceReader:
                 q = self.numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in rows]))
         p = join_numerals(p_main, self.classifier.classes, q, rows, self.numerals.classes if self.numerals else [],
                           self.classes)
+        shares = np.ones(len(p))
         if kinds is not None:
             allowed = np.array([c == "none" or c.split(":")[0] in kinds for c in self.classes])
+            die = np.array([c != "none" for c in self.classes])
+            mass = p[:, die].sum(axis=1)
+            shares = np.where(mass > 0, p[:, allowed & die].sum(axis=1) / np.where(mass > 0, mass, 1.0), 1.0)
             p[:, ~allowed] = 0.0
             total = p.sum(axis=1, keepdims=True)
             p = p / np.where(total > 0, total, 1.0)
-        return boxes, p.astype(np.float32)
+        return boxes, p.astype(np.float32), shares
 
     def cocked_probability(self, image: np.ndarray, boxes) -> np.ndarray:
         """N float64 calibrated chances that the die in each of ``boxes`` (x0, y0, x1, y1 pixels
@@ -1234,7 +1250,11 @@ class DiceReader:
         return p[:, self.cocked.classes.index("cocked")]
 
     def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None) -> list[Die]:
-        boxes, probs = self.classify(image, boxes, kinds, CROP_PASSES if crop_mode else None)
+        """The dice in ``boxes`` of ``image`` (HxWx3 uint8 BGR): read, unreadable or cocked; with
+        ``kinds``, a box whose die probability lies mostly (all but :data:`OTHER_KIND`) in kinds left
+        out is left out too, or, in a crop (``crop_mode``), reported ``unreadable``: the kinds
+        restriction scales the rest back up, which read such a die surely as a kind it is not."""
+        boxes, probs, shares_in_kinds = self._classify(image, boxes, kinds, CROP_PASSES if crop_mode else None)
         classes = self.classes
         none = classes.index("none")
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
@@ -1254,6 +1274,15 @@ class DiceReader:
                 continue  # the classifier says this box is not a die
             if not crop_mode and any(overlap[i][k] for k in kept):
                 continue  # two detections the box head moved onto one die
+            if shares_in_kinds[i] < OTHER_KIND:  # mostly a die of a kind left out of --kinds
+                if not crop_mode:
+                    continue  # left out, as dice of other kinds are
+                best = int(best_faces[i])  # a crop is one die: never guessed as a kind it does not look like
+                dice.append(Die(default_kind if kinds and classes[best].split(":")[0] not in kinds else
+                                classes[best].split(":")[0], "", 0, box,
+                                float(shares[i] * shares_in_kinds[i]), "unreadable", float(shares[i])))
+                kept.append(i)
+                continue
             kept.append(i)
             best = int(best_faces[i])
             face_confidence = shares[i] if totals[i] > 0 else 0.0
