@@ -299,3 +299,41 @@ def test_pages_load_with_their_icon_and_a_clean_console(served, page):
         assert (200, base + "/static/icon.svg") in answers, path
         assert [a for a in answers if a[0] >= 400] == [], path
     assert errors == []
+
+
+def cut_streams(service: Service, page) -> None:
+    """The server out of the page's reach: its open stream ends and its retries fail (the rolls
+    made meanwhile are never sent to it). ``page.unroute("**/api/events")`` lets it back."""
+    from pi_table.outputs.events import EventHub
+
+    page.route("**/api/events", lambda route: route.abort())
+    old, service.hub = service.hub, EventHub(max_streams=service.hub.max_streams)
+    old.close()
+
+
+def test_viewer_catches_up_with_the_rolls_it_missed_while_cut_off(served, page):
+    """While the phone's live stream is down the page says so in words ("reconnecting…", not
+    the dot's colour alone) and marks the roll it shows as maybe not the latest; when the stream
+    is back, the rolls made meanwhile are all in its History (the state event brings only the
+    newest: the page fetches /api/rolls again; it once lost the others)."""
+    service, base = served
+    roll_now(service)
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    assert page.inner_text("#live").strip() == "● live"
+    assert page.is_hidden("#stale")
+    cut_streams(service, page)
+    page.wait_for_selector(".live.off", timeout=10_000)
+    assert "reconnecting" in page.inner_text("#live")
+    assert page.is_visible("#stale") and "may not be the latest" in page.inner_text("#stale")
+    assert page.text_content("#outcome") == "critical"  # the roll it had stays
+    roll_now(service)
+    missed = service.state().last_roll.id
+    roll_now(service)
+    newest = service.state().last_roll.id
+    page.unroute("**/api/events")
+    page.wait_for_selector(".live.on", timeout=15_000)
+    assert page.is_hidden("#stale") and page.inner_text("#live").strip() == "● live"
+    page.wait_for_function(f"history.length && history[0].id === {newest}", timeout=10_000)
+    page.wait_for_function("document.querySelectorAll('#history li').length === 2", timeout=10_000)
+    assert page.evaluate("history.map(r => r.id)") == [newest, missed, missed - 1]

@@ -10,6 +10,10 @@ const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
 const words = (s) => String(s || "").replace(/-/g, " ");
 let history = [];
+let pending = null;  // rolls the stream brought while /api/rolls was being fetched (newer than that answer)
+let loads = 0;       // the latest history fetch; an older one's answer is dropped
+let live = false;    // the stream is open
+let broken = false;  // it failed since the page loaded: the page may have missed rolls
 
 function drawDie(d) {
   const ok = d.status === "ok";
@@ -124,6 +128,7 @@ function drawHistory() {
 }
 
 function addRoll(roll) {
+  if (pending) pending.set(roll.id, roll);
   const i = history.findIndex((r) => r.id === roll.id);
   if (i >= 0) history[i] = roll; else history.unshift(roll);
   history.sort((a, b) => b.id - a.id);
@@ -131,17 +136,64 @@ function addRoll(roll) {
   drawHistory();
 }
 
-async function start() {
+// The history as the server has it (rolls made while this phone was cut off included), with the
+// rolls the stream brought meanwhile laid over it. True when it came.
+async function loadHistory() {
+  const mine = ++loads;
+  const during = pending = new Map();
   try {
-    const rolls = await (await fetch("/api/rolls?limit=30")).json();
+    const resp = await fetch("/api/rolls?limit=30", { cache: "no-store" });
+    if (!resp.ok) throw new Error("status " + resp.status);
+    const rolls = await resp.json();
+    if (mine !== loads) return false;
+    for (const r of during.values()) {
+      const i = rolls.findIndex((x) => x.id === r.id);
+      if (i >= 0) rolls[i] = r; else rolls.push(r);
+    }
+    rolls.sort((a, b) => b.id - a.id);
     history = rolls;
-    if (rolls.length) drawRoll(rolls[0]);
+    if (history.length) drawRoll(history[0]);
     drawHistory();
-  } catch (e) { /* the stream will bring the state */ }
+    showLive();
+    return true;
+  } catch (e) {
+    return false;
+  } finally {
+    if (mine === loads) pending = null;
+  }
+}
+
+// The dot, and in words: "live", or while the server is out of reach "reconnecting…", with the
+// card marked as possibly not the latest roll.
+function showLive() {
+  $("live").className = "live " + (live ? "on" : "off");
+  $("live-text").textContent = live ? "live" : broken ? "reconnecting…" : "connecting…";
+  $("stale").hidden = live || !broken || !history.length;
+}
+
+let missed = false;  // rolls may have been made that this page has not seen
+function connect() {
   const source = new EventSource("/api/events");
-  source.onopen = () => { $("live").className = "live on"; };
-  source.onerror = () => { $("live").className = "live off"; };
+  source.onopen = () => {
+    live = true; showLive();
+    if (missed) catchUp();
+  };
+  source.onerror = () => {
+    live = false; broken = missed = true; showLive();
+    // a refusal (e.g. 503: too many viewers) closes the stream for good: this page tries again
+    if (source.readyState === EventSource.CLOSED) { source.close(); setTimeout(connect, 5000); }
+  };
   source.addEventListener("state", (e) => drawState(JSON.parse(e.data)));
   source.addEventListener("roll", (e) => addRoll(JSON.parse(e.data)));
+}
+
+async function catchUp() {
+  missed = false;
+  if (!(await loadHistory()) && live) { missed = true; setTimeout(() => { if (missed && live) catchUp(); }, 3000); }
+}
+
+async function start() {
+  if (!(await loadHistory())) missed = true;  // the stream's open fetches it again
+  connect();
 }
 start();
