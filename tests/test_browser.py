@@ -337,3 +337,37 @@ def test_viewer_catches_up_with_the_rolls_it_missed_while_cut_off(served, page):
     page.wait_for_function(f"history.length && history[0].id === {newest}", timeout=10_000)
     page.wait_for_function("document.querySelectorAll('#history li').length === 2", timeout=10_000)
     assert page.evaluate("history.map(r => r.id)") == [newest, missed, missed - 1]
+
+
+def test_viewer_replaces_a_roll_it_has_when_the_server_sends_it_again(served, page):
+    """A ``roll`` event for a roll the page already has (a GM correction, or the undo of one:
+    the server sends the changed roll) replaces that roll's History row, or the card when it is
+    the roll shown, whichever roll it is; nothing is added."""
+    from pi_table.outputs.events import Event
+
+    service, base = served
+    ids = []
+    for _ in range(3):  # 6,6,2 critical; then 3, 3: bad
+        roll_now(service)
+        ids.append(service.state().last_roll.id)
+    older, _, newest = ids
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    row = "#history li:nth-child(2)"  # the oldest roll's row
+    page.wait_for_selector(row, timeout=10_000)
+    assert page.text_content(row + " .o") == "critical" and page.text_content(row + " .f") == "6 6 2"
+    service.correct_die(older, 0, "1")  # 1,6,2: one six, full
+    page.wait_for_function(f"document.querySelector('{row} .f').textContent === '1 6 2'", timeout=10_000)
+    assert page.text_content(row + " .o") == "full"
+    service.undo()
+    service.hub.publish(Event("roll", service.table.roll(older).to_json()))  # as the server sends it
+    page.wait_for_function(f"document.querySelector('{row} .f').textContent === '6 6 2'", timeout=10_000)
+    assert page.text_content(row + " .o") == "critical"
+    service.correct_die(newest, 0, "6")  # the card's roll: full
+    page.wait_for_function("document.getElementById('outcome').textContent === 'full'", timeout=10_000)
+    service.undo()
+    service.hub.publish(Event("roll", service.table.roll(newest).to_json()))
+    page.wait_for_function("document.getElementById('outcome').textContent === 'bad'", timeout=10_000)
+    assert page.get_attribute("#dice .die", "title").startswith("d6: 3 ")
+    assert page.evaluate("history.map(r => r.id)") == [newest, newest - 1, older]
+    assert page.locator("#history li").count() == 2

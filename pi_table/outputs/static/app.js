@@ -129,8 +129,11 @@ function drawHistory() {
 
 function addRoll(roll) {
   if (pending) pending.set(roll.id, roll);
+  // a roll already here (corrected, or a correction undone) replaces its entry, and the card if it is the one shown
   const i = history.findIndex((r) => r.id === roll.id);
-  if (i >= 0) history[i] = roll; else history.unshift(roll);
+  if (i >= 0) history[i] = roll;
+  else if (history.length >= 30 && roll.id < history[history.length - 1].id) return;  // older than any kept: not shown
+  else history.unshift(roll);
   history.sort((a, b) => b.id - a.id);
   if (history[0].id === roll.id) drawRoll(roll);
   drawHistory();
