@@ -371,3 +371,49 @@ def test_viewer_replaces_a_roll_it_has_when_the_server_sends_it_again(served, pa
     assert page.get_attribute("#dice .die", "title").startswith("d6: 3 ")
     assert page.evaluate("history.map(r => r.id)") == [newest, newest - 1, older]
     assert page.locator("#history li").count() == 2
+
+
+def reading_of(*dice: tuple[str, int]):
+    """A Reading of the given (kind, value) dice, boxes in a row."""
+    from pi_table.vision.dice import Die, Reading
+
+    return Reading(image="tray.jpg", width=640, height=640, ms=1.0, dice=tuple(
+        Die(kind, str(v), v, (10.0 + 60 * i, 200.0, 50.0 + 60 * i, 240.0), 0.99, "ok") for i, (kind, v) in enumerate(dice)))
+
+
+def test_viewer_card_names_its_system_and_what_matters_first(served, page):
+    """The card names the system (and kind of roll) it was resolved under, so a card from before
+    a system switch is not read under the new header; beside the band it says what matters
+    first: a contingency pool's dice removed ("pool empty", "no die removed", "N removed"), a
+    charge determination roll's effect, a critical's levels."""
+    service, base = served
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    assert page.is_hidden("#sys") and page.is_hidden("#detail")
+    roll_now(service)  # charge, 6,6,2: critical (no levels in charge)
+    page.wait_for_function("document.getElementById('outcome').textContent === 'critical'", timeout=10_000)
+    assert page.inner_text("#sys") == "Charge · action roll" and page.is_hidden("#detail")
+
+    def roll(system, params, *dice):
+        service.set_system(system, params)
+        service.reader = FakeReader(reading_of(*dice))
+        roll_now(service)
+        rid = service.state().last_roll.id
+        page.wait_for_function(f"history.length && history[0].id === {rid}", timeout=10_000)
+        return page.text_content("#outcome"), page.inner_text("#detail") if page.is_visible("#detail") else ""
+
+    d8 = lambda *vs: [("d8", v) for v in vs]  # noqa: E731
+    assert roll("contingency-pool", {}, *d8(6, 2, 8, 1)) == ("grim", "2 removed, 2 left")
+    assert page.inner_text("#sys") == "Contingency Pool · pool of 4"
+    assert roll("contingency-pool", {}, *d8(1, 1)) == ("disastrous", "no die removed")
+    assert roll("contingency-pool", {}, *d8(8, 8)) == ("critical", "pool empty · 1 level")
+    assert roll("charge", {"roll": "determination"}, ("d6", 5), ("d6", 3)) == ("partial", "consequence reduced")
+    assert page.inner_text("#sys") == "Charge · determination roll"
+    assert roll("charge", {"roll": "determination"}, ("d6", 4), ("d6", 6)) == ("full", "consequence avoided")
+    assert roll("contingency-action", {"stat": 3, "pressure": 1}, *d8(8, 8, 8), ("d6", 2)) == ("critical", "2 levels")
+    assert page.inner_text("#sys") == "Contingency Action"
+    assert roll("contract", {"difficulty": 6}, ("d10", 7), ("d10", 3)) == ("partial", "")
+    assert page.inner_text("#sys") == "Contract · difficulty 6"
+    service.set_system("charge")  # a switch after the roll: the card still names its own system
+    page.wait_for_function("document.getElementById('system').textContent === 'charge'", timeout=10_000)
+    assert page.inner_text("#sys") == "Contract · difficulty 6"

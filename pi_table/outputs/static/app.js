@@ -60,10 +60,43 @@ function drawOdds(roll) {
   box.hidden = false;
 }
 
+const title = (s) => words(s).replace(/\b\w/g, (c) => c.toUpperCase());
+
+// The system a roll was resolved under, and which kind of roll: "Charge · action roll".
+function systemLine(roll) {
+  const r = roll.result || {}, p = roll.params || {};
+  const parts = [title(roll.system)];
+  if (roll.system === "charge" && (r.roll || p.roll)) parts.push((r.roll || p.roll) + " roll");
+  else if (roll.system === "contract" && (r.difficulty || p.difficulty)) parts.push("difficulty " + (r.difficulty || p.difficulty));
+  else if (roll.system === "contingency-skill" && r.target != null) parts.push(`target ${r.target}` + (r.difficulty ? ` (${r.difficulty})` : ""));
+  else if (roll.system === "contingency-pool" && r.pool_before != null) parts.push(`pool of ${r.pool_before}` + (r.action ? ", as an action" : ""));
+  return parts.join(" · ");
+}
+
+// What matters first, beside the band: a pool's dice removed ("pool empty", "no die removed",
+// "2 removed, 2 left"), a determination roll's effect on the consequence, a critical's levels.
+function detail(roll) {
+  const r = roll.result || {};
+  const parts = [];
+  if (roll.system === "contingency-pool" && r.removed != null) {
+    parts.push(r.depleted ? "pool empty" : r.no_removal ? "no die removed" : `${r.removed} removed, ${r.remaining} left`);
+  }
+  if (roll.system === "charge" && r.roll === "determination" && r.determination) {
+    parts.push(r.determination.replace(/^the consequence (is )?/, "consequence "));
+  }
+  if (roll.outcome === "critical" && r.critical_levels > 0) parts.push(`${r.critical_levels} level${r.critical_levels > 1 ? "s" : ""}`);
+  return parts.join(" · ");
+}
+
 function drawRoll(roll) {
   const card = $("roll");
   card.className = "roll band-" + (BANDS[roll.outcome] || "none");
+  $("sys").textContent = systemLine(roll);
+  $("sys").hidden = false;
   $("outcome").textContent = words(roll.outcome);
+  const more = detail(roll);
+  $("detail").textContent = more;
+  $("detail").hidden = !more;
   const by = $("by");
   by.hidden = !roll.player;
   by.textContent = roll.player ? `${roll.player.name}'s roll` : "";
