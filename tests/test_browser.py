@@ -417,3 +417,36 @@ def test_viewer_card_names_its_system_and_what_matters_first(served, page):
     service.set_system("charge")  # a switch after the roll: the card still names its own system
     page.wait_for_function("document.getElementById('system').textContent === 'charge'", timeout=10_000)
     assert page.inner_text("#sys") == "Contract · difficulty 6"
+
+
+def test_viewer_speaks_to_screen_readers(served, page):
+    """Each die is one image with a name, pips too ("d6 showing 6"); the live region is a small
+    status line, spoken once per roll ("Roll 1: Critical"), not the whole card (which the state
+    events redraw); the odds chart of a roll that has none is hidden (.odds{display:grid} once
+    showed it, its old label still read out); the connection is said in words."""
+    service, base = served
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    assert page.get_attribute("#roll", "aria-live") is None
+    status = page.locator("[role=status]")
+    assert status.count() == 1 and status.get_attribute("aria-atomic") == "true"
+    assert page.get_by_role("status").inner_text() == "" and page.inner_text("#live").strip() == "● live"
+    page.evaluate("""() => { window.__said = [];
+        const s = document.querySelector('[role=status]');
+        new MutationObserver(() => window.__said.push(s.textContent)).observe(s, {childList: true, characterData: true, subtree: true}); }""")
+    roll_now(service)  # 6,6,2: critical; a roll event and a state event
+    page.wait_for_selector("#odds .odds-row.hit", timeout=10_000)
+    service.add_tension(1)  # another state event
+    page.wait_for_function("document.querySelector('#tokens b').textContent === '1'", timeout=10_000)
+    page.wait_for_timeout(300)
+    assert page.evaluate("window.__said") == ["Roll 1: Critical"]
+    assert page.get_by_role("img", name="d6 showing 6").count() == 2
+    assert page.get_by_role("img", name="d6 showing 2").count() == 1
+    service.reader = FakeReader(d6_reading(4, 5, status="unreadable"))
+    roll_now(service)  # a reroll: no odds
+    page.wait_for_function("document.getElementById('outcome').textContent === 'reroll'", timeout=10_000)
+    odds = page.eval_on_selector("#odds", "e => [e.hidden, getComputedStyle(e).display, e.getAttribute('aria-label')]")
+    assert odds == [True, "none", None]
+    assert "chance of each outcome" not in page.locator("#roll").aria_snapshot()
+    assert page.get_by_role("img", name="d6 unreadable").count() == 2
+    assert page.evaluate("window.__said") == ["Roll 1: Critical", "Roll 2: Reroll"]

@@ -12,6 +12,7 @@ const words = (s) => String(s || "").replace(/-/g, " ");
 let history = [];
 let pending = null;  // rolls the stream brought while /api/rolls was being fetched (newer than that answer)
 let loads = 0;       // the latest history fetch; an older one's answer is dropped
+let loaded = false;  // the page has drawn what it found on opening: newer rolls are announced
 let live = false;    // the stream is open
 let broken = false;  // it failed since the page loaded: the page may have missed rolls
 
@@ -20,6 +21,9 @@ function drawDie(d) {
   // the face's shape is clipped for d8/d10, so the kind label is its sibling, not its child
   const die = el("div", "die " + d.kind + (ok ? "" : " warn"));
   die.title = `${d.kind}: ${ok ? d.face : d.status} (confidence ${Math.round(d.confidence * 100)}%)`;
+  // one image to a screen reader, pips or not: "d6 showing 4", "d10 unreadable"
+  die.setAttribute("role", "img");
+  die.setAttribute("aria-label", ok ? `${d.kind} showing ${d.face}` : `${d.kind} ${d.status}`);
   const face = die.appendChild(el("div", "face"));
   if (ok && d.kind === "d6" && PIPS[d.value]) {
     die.classList.add("pips");
@@ -42,7 +46,7 @@ function pct(p) {
 function drawOdds(roll) {
   const box = $("odds");
   const odds = roll.odds;
-  if (!odds || !Object.keys(odds).length) { box.hidden = true; box.replaceChildren(); return; }
+  if (!odds || !Object.keys(odds).length) { box.hidden = true; box.replaceChildren(); box.removeAttribute("aria-label"); return; }
   const rows = Object.entries(odds).map(([band, o]) => {
     const hit = band === roll.outcome;
     const row = el("div", "odds-row odds-" + (BANDS[band] || "none") + (hit ? " hit" : ""));
@@ -88,9 +92,12 @@ function detail(roll) {
   return parts.join(" · ");
 }
 
+let shown = null;  // what the card last showed of a roll: the status line speaks, and the card flashes, only when it changes
+
 function drawRoll(roll) {
   const card = $("roll");
-  card.className = "roll band-" + (BANDS[roll.outcome] || "none");
+  const was = card.classList.contains("flash") ? " flash" : "";
+  card.className = "roll band-" + (BANDS[roll.outcome] || "none") + was;
   $("sys").textContent = systemLine(roll);
   $("sys").hidden = false;
   $("outcome").textContent = words(roll.outcome);
@@ -120,7 +127,12 @@ function drawRoll(roll) {
       boxes.appendChild(b);
     });
   } else fig.hidden = true;
-  void card.offsetWidth; card.classList.add("flash");
+  const key = `${roll.id} ${roll.outcome} ${more}`;
+  if (key === shown) return;
+  // the screen reader's one line per roll (the card itself is no live region: it is redrawn often)
+  if (shown !== null || loaded) $("announce").textContent = `Roll ${roll.id}: ${title(roll.outcome)}${more ? ", " + more : ""}`;
+  shown = key;
+  card.classList.remove("flash"); void card.offsetWidth; card.classList.add("flash");
 }
 
 function drawState(s) {
@@ -189,6 +201,7 @@ async function loadHistory() {
     rolls.sort((a, b) => b.id - a.id);
     history = rolls;
     if (history.length) drawRoll(history[0]);
+    loaded = true;
     drawHistory();
     showLive();
     return true;
