@@ -450,3 +450,37 @@ def test_viewer_speaks_to_screen_readers(served, page):
     assert "chance of each outcome" not in page.locator("#roll").aria_snapshot()
     assert page.get_by_role("img", name="d6 unreadable").count() == 2
     assert page.evaluate("window.__said") == ["Roll 1: Critical", "Roll 2: Reroll"]
+
+
+def contrast(fg: str, bg: str) -> float:
+    """WCAG contrast ratio of two computed colours ("rgb(r, g, b)")."""
+    def lum(css: str) -> float:
+        r, g, b = (int(float(v)) / 255 for v in css[css.index("(") + 1:css.index(")")].split(",")[:3])
+        r, g, b = ((c / 12.92) if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in (r, g, b))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+    hi, lo = sorted((lum(fg), lum(bg)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+BAND_CLASSES = ("critical", "good", "mixed", "bad", "worst", "none")
+
+
+def test_viewer_band_colours_are_readable(served, page):
+    """Every band's colour, as the card's headline, reaches 4.5:1 on the card (the worst band's
+    #c0263a was 2.45:1); so do an unreadable die's label and its photo tag."""
+    service, base = served
+    service.reader = FakeReader(d6_reading(4, status="unreadable"))
+    roll_now(service)
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    page.wait_for_selector("#boxes .box.warn span", timeout=10_000)
+    for band in BAND_CLASSES:
+        fg, bg = page.evaluate(f"""() => {{ const card = document.getElementById('roll');
+            card.className = 'roll band-{band}';
+            return [getComputedStyle(document.getElementById('outcome')).color, getComputedStyle(card).backgroundColor]; }}""")
+        assert contrast(fg, bg) >= 4.5, (band, fg, bg)
+    card = page.evaluate("getComputedStyle(document.getElementById('roll')).backgroundColor")
+    warn = page.evaluate("getComputedStyle(document.querySelector('#dice .die.warn .kind')).color")
+    assert contrast(warn, card) >= 4.5
+    tag = page.eval_on_selector("#boxes .box.warn span", "s => [getComputedStyle(s).color, getComputedStyle(s).backgroundColor]")
+    assert contrast(*tag) >= 4.5
