@@ -484,3 +484,37 @@ def test_viewer_band_colours_are_readable(served, page):
     assert contrast(warn, card) >= 4.5
     tag = page.eval_on_selector("#boxes .box.warn span", "s => [getComputedStyle(s).color, getComputedStyle(s).backgroundColor]")
     assert contrast(*tag) >= 4.5
+
+
+TAGS_CLEAR = """() => {
+    const img = document.getElementById('photo-img');
+    if (!img.complete || !img.naturalWidth) return false;
+    const photo = img.getBoundingClientRect();
+    const boxes = [...document.querySelectorAll('#boxes .box')], rects = boxes.map(b => b.getBoundingClientRect());
+    return boxes.length > 0 && boxes.every((b, i) => {
+        const t = b.querySelector('span').getBoundingClientRect();
+        return t.top >= photo.top - 0.5 && t.bottom <= photo.bottom + 0.5 && rects.every((r, j) =>
+            j === i || !(t.left < r.right && t.right > r.left && t.top < r.bottom && t.bottom > r.top));
+    });
+}"""
+
+
+def test_viewer_photo_tags_cover_no_other_die(served, page):
+    """A die's tag on the photo goes above its box, or below it where the space above is another
+    die's box (it once covered the box above), or the photo's top edge; all stay in the photo."""
+    from pi_table.vision.dice import Die, Reading
+
+    service, base = served
+    boxes = ((100.0, 100.0, 140.0, 140.0), (100.0, 150.0, 140.0, 190.0),  # one close above the other
+             (300.0, 4.0, 340.0, 44.0), (500.0, 300.0, 540.0, 340.0))  # at the top edge; on its own
+    service.reader = FakeReader(Reading(image="tray.jpg", width=640, height=480, ms=1.0, dice=tuple(
+        Die("d6", str(v), v, box, 0.99, "ok") for v, box in zip((1, 2, 3, 4), boxes))))
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    roll_now(service)
+    page.wait_for_function(TAGS_CLEAR, timeout=10_000)
+    tops = page.eval_on_selector_all("#boxes .box", """bs => bs.map(b =>
+        b.querySelector('span').getBoundingClientRect().bottom <= b.getBoundingClientRect().top + 0.5)""")
+    assert tops == [True, False, False, True]  # above where there is room: below the die under another, and at the edge
+    page.set_viewport_size({"width": 320, "height": 568})  # placed again at a new size
+    page.wait_for_function(TAGS_CLEAR, timeout=10_000)

@@ -119,13 +119,14 @@ function drawRoll(roll) {
     const boxes = $("boxes"); boxes.replaceChildren();
     roll.dice.forEach((d) => {
       const [x0, y0, x1, y1] = d.box;
-      // a die at the photo's top edge has its label under its box, inside the photo
-      const b = el("div", "box" + (d.status === "ok" ? "" : " warn") + (y0 < 0.06 * roll.height ? " low" : ""));
+      const b = el("div", "box" + (d.status === "ok" ? "" : " warn"));
+      b.dataset.tag = y0 < 0.06 * roll.height ? "below" : "above";  // until placeTags measures: the photo's top edge
       Object.assign(b.style, { left: (100 * x0 / roll.width) + "%", top: (100 * y0 / roll.height) + "%",
         width: (100 * (x1 - x0) / roll.width) + "%", height: (100 * (y1 - y0) / roll.height) + "%" });
       b.appendChild(el("span", "", d.status === "ok" ? d.face : "?"));
       boxes.appendChild(b);
     });
+    placeTags();
   } else fig.hidden = true;
   const key = `${roll.id} ${roll.outcome} ${more}`;
   if (key === shown) return;
@@ -133,6 +134,24 @@ function drawRoll(roll) {
   if (shown !== null || loaded) $("announce").textContent = `Roll ${roll.id}: ${title(roll.outcome)}${more ? ", " + more : ""}`;
   shown = key;
   card.classList.remove("flash"); void card.offsetWidth; card.classList.add("flash");
+}
+
+// Each photo tag goes above its box, else below it, else inside its top edge: the first place
+// that covers no other die's box and stays inside the photo (measured as drawn).
+function placeTags() {
+  const photo = $("photo-img").getBoundingClientRect();
+  if (!photo.width || !$("photo-img").complete) return;  // again on its load
+  const boxes = [...$("boxes").children];
+  const rects = boxes.map((b) => b.getBoundingClientRect());
+  boxes.forEach((b, i) => {
+    for (const spot of ["above", "below", "inside"]) {
+      b.dataset.tag = spot;
+      const t = b.firstChild.getBoundingClientRect();
+      const inPhoto = t.top >= photo.top - 0.5 && t.bottom <= photo.bottom + 0.5;
+      const clear = rects.every((r, j) => j === i || !(t.left < r.right && t.right > r.left && t.top < r.bottom && t.bottom > r.top));
+      if (inPhoto && clear) break;
+    }
+  });
 }
 
 function drawState(s) {
@@ -242,6 +261,9 @@ async function catchUp() {
 }
 
 async function start() {
+  $("photo-img").addEventListener("load", placeTags);
+  let resized = 0;
+  addEventListener("resize", () => { cancelAnimationFrame(resized); resized = requestAnimationFrame(placeTags); });
   if (!(await loadHistory())) missed = true;  // the stream's open fetches it again
   connect();
 }
