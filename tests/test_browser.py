@@ -186,7 +186,7 @@ def test_each_dies_label_shows_under_its_face_on_a_small_phone(served, page):
                 inFace: face.contains(kind), clip: getComputedStyle(face).clipPath};
     })""")
     assert len({round(b["face"][1]) for b in boxes}) >= 2  # the dice wrap onto a second row
-    assert [b["text"] for b in boxes] == ["d10"] * 7 + ["unreadable"]
+    assert [b["text"] for b in boxes] == ["d10"] * 7 + ["d10 unreadable"]  # its kind stays beside its status
     for i, b in enumerate(boxes):
         assert not b["inFace"] and b["clip"].startswith("polygon")  # the shape is clipped, the label is not
         kl, kt, kr, kb = b["kind"]
@@ -518,3 +518,34 @@ def test_viewer_photo_tags_cover_no_other_die(served, page):
     assert tops == [True, False, False, True]  # above where there is room: below the die under another, and at the edge
     page.set_viewport_size({"width": 320, "height": 568})  # placed again at a new size
     page.wait_for_function(TAGS_CLEAR, timeout=10_000)
+
+
+def test_viewer_history_rows_show_band_system_and_no_empty_bars(served, page):
+    """History rows are in their band's colour (``.history li`` once outranked ``.band-*``),
+    readable on the page, and name their system; a band that cannot come up (0%) draws no bar."""
+    service, base = served
+    roll_now(service)  # 6,6,2: critical
+    roll_now(service)  # 3: bad
+    service.set_system("charge", {"dots": 0})  # zero dice: two dice, the lower; no critical
+    service.reader = FakeReader(d6_reading(5, 3))
+    roll_now(service)
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    page.wait_for_selector("#odds .odds-row.hit", timeout=10_000)
+    zero = page.locator("#odds .odds-row", has_text="critical")
+    assert zero.locator(".op").inner_text() == "0%" and zero.locator(".bar").is_hidden()
+    assert page.locator("#odds .odds-row", has_text="full").locator(".bar").is_visible()
+    rows = page.locator("#history li")
+    assert rows.count() == 2
+    bg = page.evaluate("getComputedStyle(document.body).backgroundColor")
+    colours = []
+    for i, band in ((0, "bad"), (1, "critical")):
+        row = rows.nth(i)
+        assert row.locator(".o").inner_text().lower() == band
+        assert row.locator(".s").inner_text() == "Charge · action roll"
+        colour, edge = row.evaluate("li => [getComputedStyle(li.querySelector('.o')).color, getComputedStyle(li).borderLeftColor]")
+        assert colour == edge and contrast(colour, bg) >= 4.5
+        colours.append(colour)
+    assert colours[0] != colours[1]
+    card = page.evaluate("getComputedStyle(document.getElementById('outcome')).color")
+    assert colours[0] == card  # the bad row in the colour of the bad card

@@ -31,7 +31,7 @@ function drawDie(d) {
   } else {
     face.textContent = ok ? d.face : "?";
   }
-  die.appendChild(el("span", "kind", ok ? d.kind : d.status));
+  die.appendChild(el("span", "kind", ok ? d.kind : `${d.kind} ${d.status}`));  // "d10 unreadable": which die to look at
   return die;
 }
 
@@ -52,7 +52,7 @@ function drawOdds(roll) {
     const row = el("div", "odds-row odds-" + (BANDS[band] || "none") + (hit ? " hit" : ""));
     row.title = `${words(band)}: ${o.exact} (${pct(o.p)})`;
     row.appendChild(el("span", "ob", words(band)));
-    const bar = el("span", "bar"); const fill = el("i");
+    const bar = el("span", "bar" + (o.p > 0 ? "" : " zero")); const fill = el("i");  // a band that cannot come up has no bar
     fill.style.width = (o.p > 0 ? Math.max(0.8, Math.min(100, 100 * o.p)) : 0).toFixed(2) + "%";
     bar.appendChild(fill); row.appendChild(bar);
     row.appendChild(el("span", "op", pct(o.p)));
@@ -158,7 +158,11 @@ function drawState(s) {
   $("system").textContent = words(s.system);
   const t = s.tokens || {};
   const parts = [["tension", t.tension], ["GM omens", t.gm_omens], ["momentum", t.momentum]];
-  $("tokens").replaceChildren(...parts.flatMap(([k, v], i) => [document.createTextNode((i ? " · " : "") + k + " "), el("b", "", String(v ?? 0))]));
+  // one group a token, kept on one line: a narrow header breaks between them
+  $("tokens").replaceChildren(...parts.flatMap(([k, v], i) => {
+    const group = el("span", "", k + " "); group.appendChild(el("b", "", String(v ?? 0)));
+    return i ? [document.createTextNode(" · "), group] : [group];
+  }));
   $("notices").replaceChildren(...(s.notices || []).map((n) => el("div", "", n)));
   drawPlayers(s.players || [], s.roller);
   if (s.last_roll && (!history.length || history[0].id !== s.last_roll.id)) addRoll(s.last_roll);
@@ -183,7 +187,9 @@ function drawPlayers(players, roller) {
 function drawHistory() {
   $("history").replaceChildren(...history.slice(1, 30).map((r) => {
     const li = el("li", "band-" + (BANDS[r.outcome] || "none"));
+    li.dataset.id = r.id;
     li.appendChild(el("span", "o", words(r.outcome)));
+    li.appendChild(el("span", "s", systemLine(r)));
     if (r.odds && r.odds[r.outcome]) li.appendChild(el("span", "c", pct(r.odds[r.outcome].p)));
     li.appendChild(el("span", "f", r.dice.map((d) => d.status === "ok" ? d.face : "?").join(" ")));
     li.appendChild(el("span", "t", new Date(r.time * 1000).toLocaleTimeString()));
