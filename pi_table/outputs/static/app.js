@@ -165,8 +165,7 @@ function drawState(s) {
   }));
   $("notices").replaceChildren(...(s.notices || []).map((n) => el("div", "", n)));
   drawPlayers(s.players || [], s.roller);
-  if (s.last_roll && (!history.length || history[0].id !== s.last_roll.id)) addRoll(s.last_roll);
-  else if (s.last_roll) { history[0] = s.last_roll; drawRoll(s.last_roll); }
+  if (s.last_roll) addRoll(s.last_roll);  // as a roll event: also laid over a history fetch under way
 }
 
 // Each player's momentum (seed 004) and luck points (seed 001); the roller is marked.
