@@ -126,15 +126,17 @@ def _note_unread_kinds(reader, kinds) -> None:
 
 def _check(args) -> int:
     from pi_table.vision.check import check_frame, format_check
-    from pi_table.vision.reader import load_image
+    from pi_table.vision.reader import check_image_file, load_image
 
     kinds = parse_kinds(args.kinds)
     if args.images and args.source:
         raise ValueError("give IMAGE files or --source, not both")
-    frames = [(path, load_image(path)) for path in args.images]  # every input checked before any work
+    for path in args.images:  # every input checked before any work; decoded one at a time below
+        check_image_file(path)
+    frames = ((path, load_image(path)) for path in args.images)
     reader = _reader(args)
     _note_unread_kinds(reader, kinds)
-    if not frames:
+    if not args.images:
         from pi_table.capture.sources import open_source
 
         source = open_source(args.source)
