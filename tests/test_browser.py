@@ -549,3 +549,27 @@ def test_viewer_history_rows_show_band_system_and_no_empty_bars(served, page):
     assert colours[0] != colours[1]
     card = page.evaluate("getComputedStyle(document.getElementById('outcome')).color")
     assert colours[0] == card  # the bad row in the colour of the bad card
+
+
+def test_viewer_header_shows_the_counters_its_system_plays_with(served, page):
+    """Charge: momentum; a Contingency action roll: tension tokens; the skill check: GM omens;
+    The Contract: none (every system showed all three, and a 320-px header wrapped to five lines);
+    a counter the GM set above 0 shows anyway."""
+    service, base = served
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+
+    def shown(system: str) -> str:
+        service.set_system(system, {})
+        page.wait_for_function(f"document.getElementById('system').textContent.toLowerCase().startsWith({system[:5]!r})",
+                               timeout=10_000)
+        page.wait_for_timeout(100)
+        return page.inner_text("#tokens")
+
+    assert shown("charge") == "momentum 0"
+    assert shown("contingency-action") == "tension 0"
+    assert shown("contingency-skill") == "GM omens 0"
+    assert shown("contract") == ""
+    service.add_tension(2)
+    page.wait_for_function("document.getElementById('tokens').textContent.includes('tension 2')", timeout=10_000)
+    assert page.inner_text("#tokens") == "tension 2"

@@ -154,10 +154,20 @@ function placeTags() {
   });
 }
 
+// Which table counters each system plays with: tension tokens from cuts (seed 000; the GM spends
+// one to force a pool die out), GM omens (seed 001), momentum (seed 004); The Contract has none.
+const SYSTEM_TOKENS = {
+  "contingency-action": ["tension"], "contingency-pool": ["tension"], "contingency-skill": ["gm_omens"],
+  "charge": ["momentum"], "contract": [],
+};
+
 function drawState(s) {
   $("system").textContent = words(s.system);
   const t = s.tokens || {};
-  const parts = [["tension", t.tension], ["GM omens", t.gm_omens], ["momentum", t.momentum]];
+  // the counters the system plays with (RULES.md), and any other the GM has set above 0
+  const uses = SYSTEM_TOKENS[s.system] || ["tension", "gm_omens", "momentum"];
+  const parts = [["tension", "tension"], ["GM omens", "gm_omens"], ["momentum", "momentum"]]
+    .filter(([, key]) => uses.includes(key) || (t[key] ?? 0) > 0).map(([k, key]) => [k, t[key]]);
   // one group a token, kept on one line: a narrow header breaks between them
   $("tokens").replaceChildren(...parts.flatMap(([k, v], i) => {
     const group = el("span", "", k + " "); group.appendChild(el("b", "", String(v ?? 0)));
