@@ -26,6 +26,8 @@ from pi_table.outputs.gpio import Panel, PinConfig
 from pi_table.rules import KINDS_BY_SYSTEM, validate_params  # which die kinds each system reads from the tray
 from pi_table.table import Roll, Table, TableState
 from pi_table.table.state import START_MOMENTUM
+from pi_table.vision.dice import Reading
+from pi_table.vision.reader import iou
 
 log = logging.getLogger("pi_table")
 
@@ -204,25 +206,49 @@ class Service:
         self._lock = threading.RLock()
         self._show_lock = threading.Lock()  # read tokens and light LEDs as one step
         self._last_frame: SettledRoll | None = None
+        self._last_reading: Reading | None = None  # of the last roll recorded
         self.stop_event = threading.Event()
         self.rolls_read = 0
         self.retry_s = 2.0
         self._show()
 
     # -- the way of a roll ----------------------------------------------------------------
-    def handle(self, settled: SettledRoll) -> Roll:
-        """Read a settled frame, resolve it, store it, and push it to LEDs and viewers."""
+    def handle(self, settled: SettledRoll, new_only: bool = False) -> Roll | None:
+        """Read a settled frame, resolve it, store it, and push it to LEDs and viewers.
+
+        With ``new_only`` (a live camera's settled tray) a frame is not recorded when it holds
+        the very dice of the last roll this way recorded, in the same places (a lamp, a shadow
+        or a hand that came and went, the camera bumped: :func:`same_dice`), or when the tray is
+        empty (picked up between throws); None then. The re-read button records whatever it reads.
+        """
         self.panel.show_status("reading")
         with self._lock:
-            self._last_frame = settled
             system = self.table.system
             image = settled.frame.image_to_read()
             reading = self.reader.read(image, name=settled.frame.name, kinds=KINDS_BY_SYSTEM.get(system))
+            if new_only and self._not_a_roll(image, settled, reading):
+                self._show()
+                return None
+            self._last_frame = settled
+            self._last_reading = reading
             roll = self.table.record(reading, image=self._store_image(image))
             self.rolls_read += 1
         self._publish_roll(roll)
         self._changed(status="reroll" if roll.outcome == "reroll" else "ready")
         return roll
+
+    def _not_a_roll(self, image, settled: SettledRoll, reading: Reading) -> bool:
+        """True (logged) for a settled tray that is no new roll: the last roll's dice as they lay,
+        or no die at all (a read of every kind finds none either: dice of kinds the system does
+        not read still make a roll, whose why says so)."""
+        if self._last_reading is not None and same_dice(reading, self._last_reading):
+            log.info("%s: the same dice as the last roll, where they lay (light, shadow, a hand, the camera "
+                     "moved): not a new roll", settled.frame.name)
+            return True
+        if not reading.dice and not self.reader.read(image, name=settled.frame.name).dice:
+            log.info("%s: the tray is empty: not a roll", settled.frame.name)
+            return True
+        return False
 
     def _publish_roll(self, roll: Roll) -> None:
         """Send a roll to the viewers; if its odds are still being computed (slow skill-check
@@ -321,7 +347,7 @@ class Service:
             if settled is None:
                 continue
             try:
-                self.handle(settled)
+                self.handle(settled, new_only=not frame.settled)  # a replayed photo is a roll by itself
             except Exception:  # a bad read must not stop the table
                 log.exception("could not read frame %s", frame.name)
                 self.panel.show_status("reroll")
@@ -457,6 +483,23 @@ class Service:
         self.stop()
         self.panel.close()
         self.table.close()
+
+
+def same_dice(a: Reading, b: Reading, min_iou: float = 0.3) -> bool:
+    """True when two readings hold the same dice (kind, face, status) lying in the same places:
+    each of ``a``'s boxes overlaps a box of ``b`` read alike by IoU >= ``min_iou`` (a camera
+    bumped by a few pixels keeps a 45-pixel die's IoU above 0.6; a die rolled again does not
+    land where it lay)."""
+    if len(a.dice) != len(b.dice) or not a.dice:
+        return False
+    left = list(b.dice)
+    for die in a.dice:
+        match = max((d for d in left if (d.kind, d.face, d.status) == (die.kind, die.face, die.status)),
+                    key=lambda d: iou(d.box, die.box), default=None)
+        if match is None or iou(match.box, die.box) < min_iou:
+            return False
+        left.remove(match)
+    return True
 
 
 # -- the serve command ---------------------------------------------------------------------------

@@ -57,6 +57,30 @@ def test_a_hand_resting_in_the_tray_is_never_read():
     assert rolls == []
 
 
+def test_a_lamp_switched_on_is_no_roll_and_the_next_throw_under_it_is_one():
+    """The still tray is compared with the last settled one scaled to its brightness: a lamp (the
+    whole tray 15% brighter) once left the tray "changed" beyond max_change for good, and no later
+    throw was recorded; a smaller step recorded the same dice again."""
+    def lamp(image, gain):  # the tray under gain times the light (a tray of dice short of white: no clipping)
+        return cv2.convertScaleAbs(cv2.convertScaleAbs(image, alpha=0.8), alpha=gain)
+
+    before = tray([(60, 60), (200, 90)])
+    after = tray([(100, 220), (250, 250)])
+    moving = [lamp(tray([(60 + 15 * k, 60 + 12 * k)]), 1.15) for k in range(8)]
+    drift = [lamp(after, 1.15 + 0.002 * k) for k in range(40)]  # then the exposure creeps up
+    frames = [lamp(before, 1.0)] * 10 + [lamp(before, 1.15)] * 20 + moving + [lamp(after, 1.15)] * 20 + drift
+    rolls = feed(RollSettler(settle_s=0.5), frames)
+    assert len(rolls) == 1 and 30 + 8 + 5 <= rolls[0][0] < 30 + 8 + 20, [(i, r.change) for i, r in rolls]  # the throw, once
+
+
+def test_a_scene_that_stays_changed_is_taken_after_give_up_s():
+    """Something big that stays still (the tray moved, a box put on it) is not waited out for ever."""
+    before, moved = tray([(60, 60)]), tray([(60, 60)])
+    cv2.rectangle(moved, (0, 100), (320, 320), (40, 60, 90), -1)
+    rolls = feed(RollSettler(settle_s=0.5, give_up_s=2.0), [before] * 5 + [moved] * 40)
+    assert len(rolls) == 1 and rolls[0][0] >= 5 + 25  # after settle_s + give_up_s of stillness
+
+
 def test_settled_sources_skip_settling():
     image = tray([(60, 60)])
     roll = RollSettler().push(Frame(image=image, t=0.0, index=0, name="x", settled=True))

@@ -212,3 +212,39 @@ def test_serve_checks_the_system_on_an_existing_table_and_sets_one_typed_now(tmp
     table = Table(state / "table.db")
     assert (table.system, table.params["difficulty"]) == ("contract", 6)
     assert table.undo() and table.system == "charge"
+
+
+def test_a_live_tray_holding_the_last_rolls_dice_or_none_is_no_new_roll(tmp_path, mock_pins):
+    """From a live camera, a settled tray with the very dice of the last roll in the same places
+    (a lamp, a shadow or a hand that came and went, the camera bumped a few pixels) is not
+    recorded again, and its effects are not added again; nor is an empty tray (the dice picked
+    up). A die rolled again is a roll; the re-read button records what it reads."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from pi_table.capture import Frame, SettledRoll
+    from pi_table.vision.dice import Reading
+    from tests.conftest import FakeReader, d6_reading
+
+    first = d6_reading(6, 6, 3)
+    bumped = replace(first, dice=tuple(replace(d, box=(d.box[0] + 4, d.box[1] + 3, d.box[2] + 4, d.box[3] + 3))
+                                       for d in first.dice))
+    empty = Reading("t.jpg", 640, 640, 1.0, ())
+    again = d6_reading(6, 2, 3)
+    reader = FakeReader(first, bumped, empty, empty, again, again)
+    service = Service(Settings(state_dir=tmp_path, pin="1357", system="charge"), reader=reader)
+
+    def settled(i: int) -> SettledRoll:
+        frame = Frame(image=np.full((64, 64, 3), 100, np.uint8), t=float(i), index=i, name=f"cam#{i}")
+        return SettledRoll(frame, 0.8, 0.01)
+
+    assert service.handle(settled(1), new_only=True).outcome == "critical"
+    assert service.table.tokens.momentum == 3
+    assert service.handle(settled(2), new_only=True) is None  # the same dice, the camera bumped
+    assert service.handle(settled(3), new_only=True) is None  # picked up: an empty tray (read twice)
+    assert reader.calls == 4
+    assert service.handle(settled(4), new_only=True).outcome == "full"  # rolled again
+    assert service.reread().outcome == "full"  # the GM asked: recorded
+    assert len(service.table.rolls(10)) == 3 and service.table.tokens.momentum == 3 + 2 + 2
+    service.close()

@@ -80,7 +80,7 @@ def test_one_roll_event_per_roll_in_a_video_of_real_photos(tmp_path, mock_pins):
     photos = sorted(DEMO_DIR.glob("*.jpg"))[:4]
     video = tmp_path / "rolls.avi"
     rolls_in_video = make_video(video, photos)
-    reader = FakeReader(d6_reading(4))
+    reader = FakeReader(d6_reading(4), d6_reading(2, 5), d6_reading(6, 1, 3))  # each throw's own dice
     service = Service(Settings(state_dir=tmp_path / "state", pin="1234"), reader=reader)
     q = service.hub.subscribe()
     service.run(f"video:{video}")

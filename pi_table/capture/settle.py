@@ -43,9 +43,16 @@ class RollSettler:
         change_threshold: fraction of pixels that must differ from the last settled
             frame for a still tray to be a new roll.
         max_change: a still frame that differs from the baseline on more than this
-            fraction of pixels (a hand resting in the tray) is not read.
+            fraction of pixels (a hand resting in the tray) is not read, until it has been
+            still for ``give_up_s`` (then the scene itself has changed: the tray moved).
         width: frames are downscaled to this width (pixels) before comparison.
         pixel_delta: grey levels (0..255) a pixel must move to count as changed.
+        give_up_s: seconds a still frame that differs from the baseline on more than
+            ``max_change`` waits before it is taken as the new scene anyway.
+
+    A still frame is compared with the baseline after the baseline is scaled to the frame's
+    overall brightness (median grey level), so a lamp switched on or the camera's exposure
+    drifting is not a roll, and does not leave the tray "changed" for good.
 
     Raises:
         ValueError: a threshold outside 0..1 or a non-positive time or width.
@@ -59,12 +66,14 @@ class RollSettler:
         max_change: float = 0.35,
         width: int = 240,
         pixel_delta: int = 14,
+        give_up_s: float = 5.0,
     ):
         for name, value in (("motion_threshold", motion_threshold), ("change_threshold", change_threshold), ("max_change", max_change)):
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in 0..1, got {value!r}")
-        if settle_s < 0:
-            raise ValueError(f"settle_s must be >= 0, got {settle_s!r}")
+        for name, value in (("settle_s", settle_s), ("give_up_s", give_up_s)):
+            if value < 0:
+                raise ValueError(f"{name} must be >= 0, got {value!r}")
         if width < 8:
             raise ValueError(f"width must be >= 8 pixels, got {width!r}")
         self.settle_s = settle_s
@@ -73,6 +82,7 @@ class RollSettler:
         self.max_change = max_change
         self.width = width
         self.pixel_delta = pixel_delta
+        self.give_up_s = give_up_s
         self.reset()
 
     def reset(self) -> None:
@@ -100,6 +110,17 @@ class RollSettler:
         diff = cv2.absdiff(a, b).max(axis=2)
         return float(np.count_nonzero(diff > self.pixel_delta)) / diff.size
 
+    def _changed_from_baseline(self, small: np.ndarray) -> float:
+        """:meth:`_changed` against the baseline scaled to ``small``'s overall brightness (a lamp,
+        the camera's exposure): the ratio of the two frames' median grey levels."""
+        base = self._baseline
+        now_level = float(np.median(small)) + 1.0
+        base_level = float(np.median(base)) + 1.0
+        gain = now_level / base_level
+        if abs(gain - 1.0) > 0.01:
+            base = cv2.convertScaleAbs(base, alpha=gain)
+        return self._changed(base, small)
+
     def push(self, frame: Frame) -> SettledRoll | None:
         """Feed one frame; returns a :class:`SettledRoll` when a roll has just settled."""
         if frame.settled:
@@ -120,8 +141,8 @@ class RollSettler:
         still_s = frame.t - self._still_since
         if not self._armed or still_s < self.settle_s:
             return None
-        change = self._changed(self._baseline, small) if self._baseline is not None else 1.0
-        if change > self.max_change:
+        change = self._changed_from_baseline(small) if self._baseline is not None else 1.0
+        if change > self.max_change and still_s < self.settle_s + self.give_up_s:
             return None  # something big (a hand) rests in the tray: wait for it to leave
         self._armed = False
         self._baseline = small
