@@ -49,6 +49,8 @@ class Settings:
         pin: GM PIN given by option/env/config; None = the stored one, or a new one printed once.
         system, params: the system for a new table.
         interval_s: seconds between replayed photos (``demo``, ``folder:``).
+        settle_s: seconds a live camera's tray must be still before it is read (0.1..10; default
+            0.8: :class:`pi_table.capture.RollSettler`).
         pins: GPIO wiring.
         max_viewers: live streams held at once (more get 503).
         threads: web server worker threads (each live stream holds one).
@@ -62,13 +64,14 @@ class Settings:
     system: str = "charge"
     params: dict = field(default_factory=dict)
     interval_s: float = 6.0
+    settle_s: float = 0.8
     pins: PinConfig = field(default_factory=PinConfig)
     max_viewers: int = 100
     threads: int = 0
 
     def check(self) -> None:
-        """Raise ValueError naming the first out-of-range setting (port, max_viewers, threads, interval_s)."""
-        for key in (*_INTS, "interval_s"):
+        """Raise ValueError naming the first out-of-range setting (port, max_viewers, threads, interval_s, settle_s)."""
+        for key in (*_INTS, "interval_s", "settle_s"):
             _check_setting(key, getattr(self, key), key)
 
     @classmethod
@@ -113,6 +116,10 @@ def _check_setting(key: str, value, where: str) -> object:
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise ValueError(f"{where} must be a whole number {lo}..{hi}, got {value!r}")
         return value
+    if key == "settle_s":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.1 <= value <= 10:
+            raise ValueError(f"{where} must be 0.1..10 seconds, got {value!r}")
+        return float(value)
     if key == "interval_s":
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ValueError(f"{where} must be a number of seconds >= 0, got {value!r}")
@@ -334,7 +341,7 @@ class Service:
 
     def _read_rolls(self, source, start: int, max_rolls: int | None) -> bool:
         """Handle frames until the source ends; True when done for good (stop or max_rolls)."""
-        settler = RollSettler()
+        settler = RollSettler(settle_s=self.settings.settle_s)
         for frame in source:
             if self.stop_event.is_set():
                 return True

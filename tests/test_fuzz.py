@@ -351,7 +351,7 @@ def test_cli_loadtest_any_options(opts, capsys, monkeypatch):
 
 #: Found by fuzzing ``serve``; in service.py / gpio.py (not this helper's files), reported to the lead.
 #: Each should exit 2 with one line; remove the mark when fixed.
-BAD_SETTINGS = ["pins = 5", "state_dir = 5", "max_viewers = 'x'", "pin = 1234", "interval_s = nan", "interval_s = inf",
+BAD_SETTINGS = ["settle_s = 0", "settle_s = 60", "settle_s = 'x'", "pins = 5", "state_dir = 5", "max_viewers = 'x'", "pin = 1234", "interval_s = nan", "interval_s = inf",
               "max_viewers = 0", "threads = -1", "threads = 'x'", "port = true", "--interval nan", "--interval inf"]
 
 

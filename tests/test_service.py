@@ -248,3 +248,30 @@ def test_a_live_tray_holding_the_last_rolls_dice_or_none_is_no_new_roll(tmp_path
     assert service.reread().outcome == "full"  # the GM asked: recorded
     assert len(service.table.rolls(10)) == 3 and service.table.tokens.momentum == 3 + 2 + 2
     service.close()
+
+
+def test_the_settle_time_comes_from_the_config(tmp_path, mock_pins):
+    """settle_s in the config file sets how long a live tray must be still before it is read."""
+    from pi_table.capture import settle
+
+    (tmp_path / "c.toml").write_text("settle_s = 1.5\n")
+    settings = Settings.from_file(tmp_path / "c.toml")
+    assert settings.settle_s == 1.5
+    made = []
+
+    class Recording(settle.RollSettler):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            made.append(self.settle_s)
+
+    import pi_table.service as service_module
+
+    original = service_module.RollSettler
+    service_module.RollSettler = Recording
+    try:
+        service = Service(Settings(state_dir=tmp_path / "s", pin="1357", settle_s=1.5))
+        service._read_rolls(iter(()), 0, None)
+        service.close()
+    finally:
+        service_module.RollSettler = original
+    assert made == [1.5]
