@@ -254,3 +254,15 @@ def test_console_entry_point():
     proc = subprocess.run([sys.executable, "-m", "pi_table", "resolve", "nosuch"], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2 and "nosuch" in proc.stderr and "Traceback" not in proc.stderr
+
+
+
+def test_resolve_pool_with_a_dropped_die_rolls_one_die_fewer(capsys):
+    """Seed 000: a die dropped before the roll (greater effect) is not rolled: --pool 4 --drop effect takes 3 faces."""
+    from pi_table import rules
+    from pi_table.cli import main as cli_main
+
+    assert cli_main(["resolve", "contingency-pool", "--dice", "6,2,8", "--pool", "4", "--drop", "effect"]) == 0
+    assert "1 left" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="pool of 4 dice less the one dropped, but 4 faces"):
+        rules.resolve("contingency-pool", dice=[6, 2, 8, 1], pool=4, drop="effect")

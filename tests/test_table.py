@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 import stat
 
 import pytest
@@ -109,3 +110,29 @@ def test_undoing_a_gm_change_keeps_what_rolls_gave_since(tmp_path):
     assert table.undo() and table.undo()  # the scene, then the spent token
     assert table.tokens.tension == 2
     assert table.undo() and table.system == "contingency-action" and table.tokens.tension == 2
+
+
+def test_a_counted_pool_diminishes_roll_by_roll(tmp_path):
+    """Seed 000 "Diminishing Resource Pools": each roll rolls the dice that remain. A table whose
+    pool is counted (params pool) expects the dice left after each roll; a die dropped before a
+    roll is not rolled; the empty pool is flagged and the GM sets the next. The table used to
+    expect the first count for ever (the second roll of a pool of 4 was "invalid: 4 expected, 2
+    read") and to count a dropped die among the dice rolled."""
+
+    def d8s(*faces):
+        return Reading("t.jpg", 640, 640, 1.0, tuple(
+            Die("d8", str(f), f, (40.0 * i, 0.0, 40.0 * i + 30, 30.0), 0.99, "ok") for i, f in enumerate(faces)))
+
+    table = Table(tmp_path / "t.db", "contingency-pool", {"pool": 4})
+    first = table.record(d8s(6, 2, 8, 1))
+    assert (first.outcome, first.result["remaining"], table.params["pool"]) == ("grim", 2, 2)
+    table.add_tension(1)
+    assert table.undo() and table.params["pool"] == 2  # undoing a token change leaves the pool as rolled
+    table.set_system("contingency-pool", {"pool": 2, "drop": "effect"})
+    second = table.record(d8s(3))  # one die dropped for greater effect, one rolled
+    assert second.outcome == "grim" and table.params == {"pool": 1, "drop": "none", "action": False}
+    unread = table.record(replace(d8s(7), dice=(replace(d8s(7).dice[0], status="unreadable", face="", value=0),)))
+    assert unread.outcome == "reroll" and table.params["pool"] == 1  # nothing resolved: nothing moves
+    table.correct_die(unread.id, 0, "7")
+    assert table.roll(unread.id).result["depleted"] and table.params["pool"] is None  # empty: the GM sets the next
+    assert table.undo() and table.params["pool"] == 1

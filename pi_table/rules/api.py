@@ -104,8 +104,10 @@ def resolve(system: str, **options: Any) -> Resolution:
         dice = options.get("dice", ())
         if options.get("pool") is not None:
             contingency.validate_pool_params({"pool": options["pool"]})
-            if len(tuple(dice)) != options["pool"]:
-                raise ValueError(f"pool of {options['pool']} dice, but {len(tuple(dice))} faces given")
+            rolled = options["pool"] - (options.get("drop", "none") != "none")  # a dropped die is not rolled
+            if len(tuple(dice)) != rolled:
+                dropped = " less the one dropped" if rolled != options["pool"] else ""
+                raise ValueError(f"pool of {options['pool']} dice{dropped}, but {len(tuple(dice))} faces given")
         return contingency.resolve_pool(dice, options.get("drop", "none"), options.get("action", False))
     if system == "contingency-skill":
         check_unknown(system, options, ("dice", "target", "advantage", "disadvantage", "modifiers", "luck",
@@ -170,8 +172,10 @@ def resolve_dice(system: str, dice: Sequence[tuple[str, int]], params: Mapping[s
         return contingency.resolve_action(action, pressure, p["stat"])
     if system == "contingency-pool":
         faces = by_kind.get("d8", [])
-        if p["pool"] is not None and len(faces) != p["pool"]:
-            raise ValueError(f"pool of {p['pool']} d8 expected, {len(faces)} read")
+        rolled = None if p["pool"] is None else p["pool"] - (p["drop"] != "none")  # a dropped die is not rolled
+        if rolled is not None and len(faces) != rolled:
+            dropped = " (one dropped before the roll)" if p["drop"] != "none" else ""
+            raise ValueError(f"pool of {p['pool']} d8{dropped}: {rolled} expected, {len(faces)} read")
         return contingency.resolve_pool(faces, p["drop"], p["action"])
     if system == "charge":
         return charge.resolve(by_kind.get("d6", []), p["dots"], p["roll"], p["risk"], p["effect"],

@@ -233,6 +233,17 @@ def _reading_from_json(text: str) -> Reading:
     )
 
 
+def pool_after(system: str, params: dict, result: dict) -> dict | None:
+    """The table's params for the next roll after a resolved ``contingency-pool`` roll whose
+    params count the pool (``pool``): the dice left in it (None once it is empty: the GM sets
+    the next pool), and no die dropped (a drop is chosen before each roll). None when nothing
+    changes: another system, an uncounted pool, or a roll not resolved (seed 000 "Diminishing
+    Resource Pools": every roll rolls the dice that remain; RULES.md ``contingency-pool``)."""
+    if system != "contingency-pool" or params.get("pool") is None or "remaining" not in result:
+        return None
+    return {**params, "pool": result["remaining"] or None, "drop": "none"}
+
+
 def resolve_reading(system: str, params: dict, reading: Reading) -> tuple[str, dict, tuple[str, ...], "rules.TableEffects"]:
     """Resolve read dice under a system.
 
@@ -430,8 +441,11 @@ class Table:
         roller = self._roller_player()
         who = {"id": roller.id, "name": roller.name} if roller else None
         tokens = self._apply(self.tokens, effects, momentum=roller is None)
+        following = pool_after(system, params, result)
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
+            if following is not None:
+                self._db.execute("INSERT OR REPLACE INTO settings VALUES ('params', ?)", (json.dumps(following),))
             if roller is not None:
                 why = self._pay(roller, effects, why)
             payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": who})
@@ -522,9 +536,15 @@ class Table:
                 momentum = min(MAX_POINTS, max(0, owner.momentum + momentum)) - owner.momentum
                 luck = min(MAX_POINTS, max(0, owner.luck + luck)) - owner.luck
                 extra["player_points"] = [owner.id, owner.momentum, owner.luck, momentum, luck]
+            latest = self._db.execute("SELECT MAX(id) FROM rolls").fetchone()[0]
+            following = None
+            if roll_id == latest and roll.system == self.system and roll.params.get("pool") is not None:
+                following = pool_after(roll.system, roll.params, result) or roll.params  # as the roll left it
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
                 self._log_change("correct", extra, tokens_after=tokens)
+                if following is not None:
+                    self._db.execute("INSERT OR REPLACE INTO settings VALUES ('params', ?)", (json.dumps(following),))
                 if owner is not None:
                     self._add_momentum(owner.id, momentum)
                     self._add_luck(owner.id, luck)
@@ -559,6 +579,9 @@ class Table:
                     self._undo_player_change(what, before)
                     self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
                     return True
+                if what not in ("system", "correct") and "tokens_after" in before:
+                    # a token change: the system and params stay as they are now (a pool roll may have moved them)
+                    before = {**before, "system": self.system, "params": self.params}
                 tokens = before["tokens"]
                 if "tokens_after" in before:  # the change's own difference taken back (logs before it: the snapshot)
                     now, after = self.tokens.to_json(), before["tokens_after"]
