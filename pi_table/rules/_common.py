@@ -40,6 +40,11 @@ class TableEffects:
     momentum_spent: int = 0
     luck_spent: int = 0
 
+    @property
+    def net_momentum(self) -> int:
+        """Momentum the roller ends the roll with, less what it started with: gained less spent."""
+        return self.momentum - self.momentum_spent
+
     def to_json(self) -> dict:
         """``{"tension_tokens", "gm_omens", "player_omens", "momentum", "momentum_spent", "luck_spent"}``, all int."""
         return {f.name: getattr(self, f.name) for f in fields(self)}

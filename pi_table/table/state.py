@@ -363,7 +363,7 @@ class Table:
     def _apply(self, tokens: Tokens, effects: "rules.TableEffects", sign: int = 1, momentum: bool = True) -> Tokens:
         """Tokens plus (sign 1) or minus (-1) a roll's effects (momentum: gained less spent);
         ``momentum=False`` leaves the table-level momentum alone (it went to a player)."""
-        net = effects.momentum - effects.momentum_spent
+        net = effects.net_momentum
         return Tokens(
             tension=max(0, tokens.tension + sign * effects.tension_tokens),
             gm_omens=max(0, tokens.gm_omens + sign * effects.gm_omens),
@@ -375,11 +375,7 @@ class Table:
         transaction (seed 004 "Momentum", "Push Yourself", "Determination Roll"; seed 001 "Luck
         Dice"). Points never go below 0: a roller short of them is named in the returned why."""
         short = self._short(player, effects)
-        net = effects.momentum - effects.momentum_spent
-        if net:
-            self._add_momentum(player.id, net)
-        if effects.luck_spent:
-            self._add_luck(player.id, -effects.luck_spent)
+        self._add_points(player.id, effects.net_momentum, -effects.luck_spent)
         return why + short
 
     @staticmethod
@@ -528,7 +524,7 @@ class Table:
             tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
             payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": roll.player})
             extra = {"roll": roll_id, "reading": roll.reading.to_json()}
-            momentum = (effects.momentum - effects.momentum_spent) - (old_effects.momentum - old_effects.momentum_spent)
+            momentum = effects.net_momentum - old_effects.net_momentum
             luck = old_effects.luck_spent - effects.luck_spent
             if owner is not None:
                 # the points as they were and the difference made (after the 0..MAX_POINTS clamp),
@@ -546,8 +542,7 @@ class Table:
                 if following is not None:
                     self._db.execute("INSERT OR REPLACE INTO settings VALUES ('params', ?)", (json.dumps(following),))
                 if owner is not None:
-                    self._add_momentum(owner.id, momentum)
-                    self._add_luck(owner.id, luck)
+                    self._add_points(owner.id, momentum, luck)
                 self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
                                  (_reading_to_json(reading), outcome, payload, roll_id))
                 self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
@@ -579,19 +574,19 @@ class Table:
                     self._undo_player_change(what, before)
                     self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
                     return True
-                if what not in ("system", "correct") and "tokens_after" in before:
-                    # a token change: the system and params stay as they are now (a pool roll may have moved them)
-                    before = {**before, "system": self.system, "params": self.params}
                 tokens = before["tokens"]
                 if "tokens_after" in before:  # the change's own difference taken back (logs before it: the snapshot)
                     now, after = self.tokens.to_json(), before["tokens_after"]
                     tokens = {k: max(0, now[k] + tokens[k] - after[k]) for k in tokens}
-                for key, value in (("system", before["system"]), ("params", before["params"]), ("tokens", tokens)):
+                settings = {"tokens": tokens}
+                if what in ("system", "correct") or "tokens_after" not in before:
+                    # a token change leaves the system and params as they are now (a pool roll may have moved them)
+                    settings.update(system=before["system"], params=before["params"])
+                for key, value in settings.items():
                     self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(value)))
                 if "player_points" in before:
                     pid, _, _, momentum, luck = before["player_points"]
-                    self._add_momentum(pid, -momentum)
-                    self._add_luck(pid, -luck)
+                    self._add_points(pid, -momentum, -luck)
                 elif "player_momentum" in before:  # logged before corrections kept their difference
                     pid, momentum = before["player_momentum"]
                     self._db.execute("UPDATE players SET momentum=? WHERE id=?", (momentum, pid))
@@ -648,13 +643,11 @@ class Table:
                 return replace(tokens, momentum=p.momentum)
         return tokens
 
-    def _add_momentum(self, player_id: int, delta: int) -> None:
-        self._db.execute("UPDATE players SET momentum=MIN(?, MAX(0, momentum + ?)) WHERE id=?",
-                         (MAX_POINTS, delta, player_id))
-
-    def _add_luck(self, player_id: int, delta: int) -> None:
-        if delta:
-            self._db.execute("UPDATE players SET luck=MIN(?, MAX(0, luck + ?)) WHERE id=?", (MAX_POINTS, delta, player_id))
+    def _add_points(self, player_id: int, momentum: int = 0, luck: int = 0) -> None:
+        """Add to a player's momentum and luck points, each kept in 0..MAX_POINTS (inside the caller's transaction)."""
+        if momentum or luck:
+            self._db.execute("UPDATE players SET momentum=MIN(?, MAX(0, momentum + ?)), luck=MIN(?, MAX(0, luck + ?)) "
+                             "WHERE id=?", (MAX_POINTS, momentum, MAX_POINTS, luck, player_id))
 
     def _check_unique(self, name: str, except_id: int | None = None) -> None:
         for p in self.players():
