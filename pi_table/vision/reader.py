@@ -1274,22 +1274,18 @@ class DiceReader:
                 continue  # the classifier says this box is not a die
             if not crop_mode and any(overlap[i][k] for k in kept):
                 continue  # two detections the box head moved onto one die
-            if shares_in_kinds[i] < OTHER_KIND:  # mostly a die of a kind left out of --kinds
-                if not crop_mode:
-                    continue  # left out, as dice of other kinds are
-                best = int(best_faces[i])  # a crop is one die: never guessed as a kind it does not look like
-                dice.append(Die(default_kind if kinds and classes[best].split(":")[0] not in kinds else
-                                classes[best].split(":")[0], "", 0, box,
-                                float(shares[i] * shares_in_kinds[i]), "unreadable", float(shares[i])))
-                kept.append(i)
-                continue
+            other_kind = shares_in_kinds[i] < OTHER_KIND  # mostly a die of a kind left out of --kinds
+            if other_kind and not crop_mode:
+                continue  # left out, as dice of other kinds are
             kept.append(i)
             best = int(best_faces[i])
             face_confidence = shares[i] if totals[i] > 0 else 0.0
             kind, face = classes[best].split(":")
             # The die's confidence: right face given a die, times the chance it is a die at all.
             confidence = face_confidence * (1.0 - (0.0 if crop_mode else not_die[i]))
-            if confidence < (self.threshold_for(kind) if threshold is None else float(threshold)):
+            if other_kind:  # a crop is one die: never read as a kind it does not look like
+                confidence *= float(shares_in_kinds[i])
+            if other_kind or confidence < (self.threshold_for(kind) if threshold is None else float(threshold)):
                 dice.append(Die(kind if kinds is None or kind in kinds else default_kind, "", 0, box, confidence,
                                 "unreadable", face_confidence))
             else:
