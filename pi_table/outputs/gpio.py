@@ -87,6 +87,8 @@ def pin_factory():
         reasons = "; ".join(str(w.message) for w in fallbacks) or "no pin factory could be loaded"
         log.warning("this is a %s but its GPIO pins did not open (%s): is python3-lgpio installed and the venv made "
                     "with --system-site-packages, and may the user write the working directory? (README)", model, reasons)
+    else:
+        log.warning("no GPIO pins on this machine: LEDs and buttons run on mock pins")
     from gpiozero.pins.mock import MockFactory
 
     Device.pin_factory = MockFactory()
@@ -117,9 +119,7 @@ class Panel:
 
         self.mock = False
         if self.factory is None:
-            self.factory, self.mock = pin_factory()
-            if self.mock and not pi_model():  # on a Pi, pin_factory said why its pins did not open
-                log.warning("no GPIO pins on this machine: LEDs and buttons run on mock pins")
+            self.factory, self.mock = pin_factory()  # which says so when it falls back to mock pins
         self.problems: list[str] = []
         self.tension_bar = self._open(LEDBarGraph, *self.pins.tension, pin_factory=self.factory)
         self.omen_bar = self._open(LEDBarGraph, *self.pins.omens, pin_factory=self.factory)
