@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import cv2
 import numpy as np
 import pytest
@@ -210,3 +212,71 @@ def test_the_demo_source_is_named_on_the_pages(tmp_path, mock_pins):
     webcam = Service(Settings(state_dir=tmp_path / "b", pin="1357", source="webcam:0"), reader=FakeReader(d6_reading(3)))
     assert not any(n.startswith("demo") for n in webcam.state().notices)
     demo.close(), webcam.close()
+
+
+def _exif_rotated_jpeg(image: np.ndarray, orientation: int = 6) -> bytes:
+    """``image`` as a JPEG carrying an EXIF Orientation tag (6: to be turned 90 degrees clockwise),
+    as a phone held upright stores its photo sideways."""
+    jpeg = cv2.imencode(".jpg", image)[1].tobytes()
+    ifd = b"\x00\x01" + b"\x01\x12\x00\x03\x00\x00\x00\x01" + orientation.to_bytes(2, "big") + b"\x00\x00" + b"\x00" * 4
+    app1 = b"Exif\x00\x00" + b"MM\x00\x2a\x00\x00\x00\x08" + ifd
+    return jpeg[:2] + b"\xff\xe1" + (len(app1) + 2).to_bytes(2, "big") + app1 + jpeg[2:]
+
+
+def test_folder_source_decodes_as_read_does_and_skips_a_broken_file(tmp_path, caplog):
+    """folder: decodes with load_image, as `pi-table read` does: a 16-bit photo of 12-bit camera data
+    is scaled by its brightest value (cv2.imread left it 16 times too dark), a phone photo stored
+    sideways is turned upright, a JPEG cut short is read as far as it goes; a file that is no image
+    is skipped with one warning naming it and the replay goes on."""
+    from pi_table.vision.reader import load_image
+
+    image = tray([(60, 60)], size=200)[:, :150].copy()  # 200 high, 150 wide
+    cv2.imwrite(str(tmp_path / "a_12bit.png"), image.astype(np.uint16) * 16)
+    (tmp_path / "b_phone.JPG").write_bytes(_exif_rotated_jpeg(image))
+    (tmp_path / "c_broken.jpg").write_bytes(b"not a JPEG at all")
+    whole = cv2.imencode(".jpg", image)[1].tobytes()
+    (tmp_path / "d_cut.jpeg").write_bytes(whole[: len(whole) * 2 // 3])
+    cv2.imwrite(str(tmp_path / "e_scan.TIF"), image)
+    with caplog.at_level("WARNING", logger="pi_table.capture.sources"):
+        frames = list(FolderSource(tmp_path))
+    assert [Path(f.name).name for f in frames] == ["a_12bit.png", "b_phone.JPG", "d_cut.jpeg", "e_scan.TIF"]
+    for frame in frames:
+        assert np.array_equal(frame.image, load_image(frame.name)), frame.name
+    assert frames[0].image.max() == 255 and np.median(frames[0].image) == 128  # not 15 and 7: dark
+    assert frames[1].image.shape[:2] == (150, 200)  # upright: turned by its EXIF orientation
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "c_broken.jpg" in warnings[0], warnings
+
+
+def test_folder_source_reads_a_file_name_that_is_not_utf8(tmp_path):
+    """A file name OpenCV cannot take (bytes that are not UTF-8, from an old camera card) is read,
+    not a crash: cv2.imread died of a segmentation fault on it (so this runs in a child process)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    try:
+        with open(os.fsencode(tmp_path) + b"/caf\xe9.png", "wb") as f:
+            f.write(cv2.imencode(".png", tray([(50, 50)]))[1].tobytes())
+    except OSError:
+        pytest.skip("this file system takes only UTF-8 names")
+    code = ("import sys; from pi_table.capture.sources import FolderSource; "
+            "print(len(list(FolderSource(sys.argv[1]))))")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "1", (done.returncode, done.stdout, done.stderr)
+
+
+def test_a_folder_spec_that_is_no_folder_of_images_says_what_it_is(tmp_path):
+    (tmp_path / "photo.jpg").write_bytes(b"x")
+    with pytest.raises(ValueError, match="not a folder: .*photo.jpg"):
+        open_source(f"folder:{tmp_path / 'photo.jpg'}")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no images in folder: .*empty$"):
+        open_source(f"folder:{tmp_path / 'empty'}")
+    (tmp_path / "rolls" / "monday").mkdir(parents=True)
+    (tmp_path / "rolls" / "dir.jpg").mkdir()  # a folder named like a photo is no photo
+    cv2.imwrite(str(tmp_path / "rolls" / "monday" / "a.png"), tray([(50, 50)]))
+    with pytest.raises(ValueError, match="no images in folder: .*rolls .*subfolders are not searched"):
+        open_source(f"folder:{tmp_path / 'rolls'}")

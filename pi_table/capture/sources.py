@@ -17,7 +17,8 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp"}
+#: The file name endings ``folder:`` replays (compared in lower case): what OpenCV decodes.
+IMAGE_SUFFIXES = {".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"}
 DEMO_DIR = Path(__file__).resolve().parent.parent / "demo"
 
 
@@ -72,47 +73,62 @@ class Source:
 class FolderSource(Source):
     """Replay the images of a folder as rolls, one image per roll, in name order.
 
+    Each file is decoded as ``pi-table read`` decodes it (:func:`pi_table.vision.load_image`:
+    turned upright by its EXIF orientation, a 16-bit image scaled by its brightest value, a
+    JPEG cut off before its end marker read as far as it goes). A file that turns out not to be
+    an image (or cannot be read) is skipped with one warning naming it, and the replay goes on.
+    Only the folder's own files are replayed, not its subfolders'.
+
     Args:
-        folder: directory with .jpg/.png images.
+        folder: directory with images (:data:`IMAGE_SUFFIXES`, any case: ``.JPG`` too).
         interval_s: seconds between rolls (0 = as fast as the reader goes).
-        loop: start again after the last image.
+        loop: start again after the last image (a pass in which no file decodes ends it).
 
     Raises:
         FileNotFoundError: the folder does not exist.
-        ValueError: the folder holds no images.
+        ValueError: it is not a folder, or holds no image files.
     """
 
     settled = True
 
     def __init__(self, folder: str | Path, interval_s: float = 0.0, loop: bool = False, spec: str = ""):
         self.folder = Path(folder)
-        if not self.folder.is_dir():
+        if not self.folder.exists():
             raise FileNotFoundError(f"no such folder: {self.folder}")
-        self.paths = sorted(p for p in self.folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+        if not self.folder.is_dir():
+            raise ValueError(f"not a folder: {self.folder}")
+        self.paths = sorted(p for p in self.folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
         if not self.paths:
-            raise ValueError(f"no images in folder: {self.folder}")
+            subfolders = any(p.is_dir() for p in self.folder.iterdir())
+            raise ValueError(f"no images in folder: {self.folder}"
+                             + (" (its subfolders are not searched: name one)" if subfolders else ""))
         self.interval_s = float(interval_s)
         self.loop = loop
         self.spec = spec or f"folder:{self.folder}"
         self._closed = False
 
     def frames(self) -> Iterator[Frame]:
-        import cv2
+        from pi_table.vision.reader import load_image
 
         index = 0
         while not self._closed:
+            shown = index
             for path in self.paths:
                 if self._closed:
                     return
-                image = cv2.imread(str(path), cv2.IMREAD_COLOR)
-                if image is None:
-                    log.warning("skipping %s: not a readable image", path)
+                try:
+                    image = load_image(path)
+                except (ValueError, OSError) as exc:  # not an image after all, or gone, or unreadable
+                    log.warning("%s: skipped: %s", self.spec, exc)
                     continue
                 yield Frame(image=image, t=time.monotonic(), index=index, name=str(path), settled=True)
                 index += 1
                 if self.interval_s > 0:
                     _sleep_unless_closed(self, self.interval_s)
             if not self.loop:
+                return
+            if index == shown:
+                log.warning("%s: none of its %d image files decodes: the replay ends", self.spec, len(self.paths))
                 return
 
     def close(self) -> None:
