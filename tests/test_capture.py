@@ -280,3 +280,31 @@ def test_a_folder_spec_that_is_no_folder_of_images_says_what_it_is(tmp_path):
     cv2.imwrite(str(tmp_path / "rolls" / "monday" / "a.png"), tray([(50, 50)]))
     with pytest.raises(ValueError, match="no images in folder: .*rolls .*subfolders are not searched"):
         open_source(f"folder:{tmp_path / 'rolls'}")
+
+
+def test_opencv_is_quieted_by_one_helper_for_images_and_cameras(monkeypatch, capfd):
+    """load_image and the webcam/video source hold OpenCV's WARN lines back through one helper
+    (quiet_opencv; they had two near-twin copies), which puts the log level back after; the error
+    of a camera that is not there is our one line, without OpenCV's own."""
+    import contextlib
+
+    from pi_table.vision import reader
+
+    level = cv2.utils.logging.getLogLevel()
+    used = []
+    real = reader.quiet_opencv
+
+    @contextlib.contextmanager
+    def counting():
+        used.append(1)
+        with real():
+            yield
+
+    monkeypatch.setattr(reader, "quiet_opencv", counting)
+    with pytest.raises(ValueError, match="cannot open webcam 63"):
+        open_source("webcam:63")
+    assert used == [1]
+    reader.load_image(DEMO_DIR / sorted(p.name for p in DEMO_DIR.glob("*.jpg"))[0])
+    assert used == [1, 1]
+    assert cv2.utils.logging.getLogLevel() == level
+    assert "WARN" not in capfd.readouterr().err

@@ -155,16 +155,14 @@ class OpenCVSource(Source):
     def __init__(self, target: int | str, realtime: bool = False, spec: str = ""):
         import cv2
 
+        from pi_table.vision.reader import quiet_opencv
+
         self.target = target
         self.is_file = isinstance(target, str)
         if self.is_file and not Path(target).is_file():
             raise FileNotFoundError(f"no such video file: {target}")
-        level = cv2.utils.logging.getLogLevel()
-        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)  # its backends' WARN lines: ours is the one line
-        try:
+        with quiet_opencv():  # its backends' WARN lines: ours is the one line
             self.capture = cv2.VideoCapture(target)
-        finally:
-            cv2.utils.logging.setLogLevel(level)
         if not self.capture.isOpened():
             raise ValueError(f"cannot open {'video' if self.is_file else 'webcam'} {target!r}")
         fps = self.capture.get(cv2.CAP_PROP_FPS)

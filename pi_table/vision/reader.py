@@ -80,6 +80,7 @@ never guessed. The settings live in ``models/reader.json``, written by the train
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -87,6 +88,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
@@ -141,6 +143,25 @@ def model_files(entry: dict) -> list[str]:
     return list(files) if isinstance(files, list) else [files]
 
 
+@contextlib.contextmanager
+def quiet_opencv() -> Iterator[None]:
+    """Hold OpenCV's own log at ERROR while the block runs, then put its level back.
+
+    OpenCV prints WARN lines of its own on stderr when a codec or a capture backend fails
+    (``[ WARN:0@0.04] global cap_v4l.cpp:914 open VIDEOIO(V4L2:/dev/video7): can't open camera
+    by index``); where our one line says what went wrong (:func:`load_image`,
+    :class:`pi_table.capture.sources.OpenCVSource`) they are noise. The level is process-wide.
+    """
+    import cv2
+
+    level = cv2.utils.logging.getLogLevel()
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+    try:
+        yield
+    finally:
+        cv2.utils.logging.setLogLevel(level)
+
+
 def load_image(path: str | Path) -> np.ndarray:
     """Read an image file as ``HxWx3 uint8 BGR``.
 
@@ -159,17 +180,13 @@ def load_image(path: str | Path) -> np.ndarray:
     if path.is_dir():
         raise ValueError(f"not an image (a folder): {path}")
     data = np.fromfile(str(path), dtype=np.uint8)
-    level = cv2.utils.logging.getLogLevel()
-    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)  # a codec's WARN lines: ours is the one line
     flags = cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH
-    try:
+    with quiet_opencv():  # a codec's WARN lines: ours is the one line
         image = cv2.imdecode(data, flags) if data.size else None
         if image is None and data[:2].tolist() == [0xFF, 0xD8] and data[-2:].tolist() != [0xFF, 0xD9]:
             # a JPEG cut off before its end marker (a copy or upload stopped short): decoded as far as
             # it goes, as a browser shows it, the rest grey
             image = cv2.imdecode(np.concatenate([data, np.array([0xFF, 0xD9], np.uint8)]), flags)
-    finally:
-        cv2.utils.logging.setLogLevel(level)
     if image is not None and image.dtype == np.uint16:
         # 16-bit files often hold 10- or 12-bit camera data (a test rig's camera): scaled by their
         # own brightest value, not by 65535, which left them 16 times too dark
