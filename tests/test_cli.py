@@ -30,6 +30,9 @@ def run_cli(*args: str, tmp_path=None) -> subprocess.CompletedProcess:
         (("serve", "--host", "999.1.1.1"), "999.1.1.1"),
         (("serve", "--source", "webcam:7", "--port", "8098"), "webcam 7"),  # OpenCV's own WARN lines kept off stderr
         (("check", "--source", "webcam:7"), "webcam 7"),
+        (("serve", "--source", "webcam:-1"), "webcam:-1"),  # OpenCV's "any camera": a segmentation fault where none is
+        (("check", "--source", "webcam:-1"), "webcam:-1"),
+        (("serve", "--source", "webcam:one"), "webcam:one"),
         (("frobnicate",), "frobnicate"),
     ],
 )

@@ -270,7 +270,7 @@ def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
         interval_s: seconds between rolls when replaying ``folder:`` or ``demo`` photos.
 
     Raises:
-        ValueError: unknown spec or a malformed argument (``webcam:x``).
+        ValueError: unknown spec or a malformed argument (``webcam:x``, ``webcam:-1``).
         FileNotFoundError: the folder or video file does not exist.
     """
     if spec is None:
@@ -289,7 +289,9 @@ def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
         try:
             device = int(arg or "0")
         except ValueError:
-            raise ValueError(f"bad webcam number in source {spec!r} (expected webcam:N)") from None
+            device = -1
+        if device < 0:  # OpenCV takes -1 for "any camera", and died of a segmentation fault where there is none
+            raise ValueError(f"bad webcam number in source {spec!r} (expected webcam:N, N = 0, 1, 2, ...)")
         return OpenCVSource(device, spec=spec)
     if kind == "picamera" and not arg:
         return PiCameraSource()
