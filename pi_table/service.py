@@ -301,7 +301,9 @@ class Service:
         """Capture loop: frames from the source, settled rolls handled, until stopped.
 
         Returns when a file or photo source ends, ``max_rolls`` rolls were read, or
-        :meth:`stop` is called. A live camera that fails or disappears is reopened every
+        :meth:`stop` is called. A video or ``folder:`` that ends says so in the log and on the
+        pages (the web pages stay up, and nothing more is read until ``serve`` is restarted).
+        A live camera that fails or disappears is reopened every
         ``retry_s`` seconds while the page says "camera lost"; frames that are black or
         corrupt are skipped with a notice.
 
@@ -315,14 +317,20 @@ class Service:
         start = self.rolls_read
         while not self.stop_event.is_set():
             self._source = source
+            ended = False
             try:
                 if self._read_rolls(source, start, max_rolls):
                     return
+                ended = True
             except Exception as exc:  # the camera went away mid-stream
                 log.warning("source %s failed: %s", spec, exc)
             finally:
                 source.close()
             if not source.live or self.stop_event.is_set():
+                if ended and not self.stop_event.is_set():
+                    log.info("%s has ended (%d rolls read): no more rolls are read; the pages stay up until serve "
+                             "is stopped", spec, self.rolls_read - start)
+                    self._notice("ended", f"{spec} has ended: no more rolls are read")
                 return
             source = self._reopen(spec)
 

@@ -275,3 +275,30 @@ def test_the_settle_time_comes_from_the_config(tmp_path, mock_pins):
     finally:
         service_module.RollSettler = original
     assert made == [1.5]
+
+
+def test_a_video_or_folder_that_ends_says_so(tmp_path, mock_pins, caplog):
+    """The end of a video:PATH or folder:DIR is logged and shown on the pages (it ended silently:
+    the pages just stopped getting rolls); serve stays up, its capture loop returns (no spinning)."""
+    import cv2
+    import numpy as np
+
+    from tests.conftest import FakeReader, d6_reading
+
+    video = tmp_path / "short.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (64, 64))
+    for _ in range(5):
+        writer.write(np.full((64, 64, 3), 120, np.uint8))
+    writer.release()
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    cv2.imwrite(str(photos / "a.png"), np.full((64, 64, 3), 120, np.uint8))
+    for spec, rolls in ((f"video:{video}", 0), (f"folder:{photos}", 1)):
+        service = Service(Settings(state_dir=tmp_path / spec[:5], pin="1357", interval_s=0), reader=FakeReader(d6_reading(3)))
+        with caplog.at_level("INFO", logger="pi_table"):
+            service.run(spec)
+        said = [r.getMessage() for r in caplog.records if "has ended" in r.getMessage()]
+        assert len(said) == 1 and spec in said[0] and f"({rolls} rolls read)" in said[0], said
+        assert f"{spec} has ended: no more rolls are read" in service.state().notices
+        service.close()
+        caplog.clear()
