@@ -308,3 +308,28 @@ def test_opencv_is_quieted_by_one_helper_for_images_and_cameras(monkeypatch, cap
     assert used == [1, 1]
     assert cv2.utils.logging.getLogLevel() == level
     assert "WARN" not in capfd.readouterr().err
+
+
+def test_a_video_whose_file_name_is_not_utf8_is_one_error_not_a_crash(tmp_path):
+    """video:PATH whose name holds bytes that are not UTF-8: one error naming it and saying what to
+    do; cv2.VideoCapture died of a segmentation fault on it (so this runs in a child process)."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    good = tmp_path / "roll.avi"
+    writer = cv2.VideoWriter(str(good), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (64, 64))
+    writer.write(np.full((64, 64, 3), 120, np.uint8))
+    writer.release()
+    try:
+        os.rename(good, os.fsencode(tmp_path) + b"/caf\xe9.avi")
+    except OSError:
+        pytest.skip("this file system takes only UTF-8 names")
+    code = ("import sys, os; from pi_table.capture.sources import open_source\n"
+            "try: open_source('video:' + os.fsdecode(sys.argv[1].encode() + b'/caf\\xe9.avi'))\n"
+            "except ValueError as e: print(e)")
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, (done.returncode, done.stderr)
+    assert "cannot open video" in done.stdout and "caf" in done.stdout and "rename" in done.stdout, done.stdout

@@ -149,7 +149,8 @@ class OpenCVSource(Source):
 
     Raises:
         FileNotFoundError: ``video:PATH`` names a missing file.
-        ValueError: OpenCV cannot open the device or file.
+        ValueError: OpenCV cannot open the device or file, or the file's name is not UTF-8 text
+            (bytes from an old camera card: OpenCV cannot take it).
     """
 
     def __init__(self, target: int | str, realtime: bool = False, spec: str = ""):
@@ -161,6 +162,12 @@ class OpenCVSource(Source):
         self.is_file = isinstance(target, str)
         if self.is_file and not Path(target).is_file():
             raise FileNotFoundError(f"no such video file: {target}")
+        if self.is_file:
+            try:
+                target.encode()
+            except UnicodeEncodeError:  # OpenCV dies of a segmentation fault on such a name
+                raise ValueError(f"cannot open video {target!r}: OpenCV takes only file names that are UTF-8 text "
+                                 "(rename the file)") from None
         with quiet_opencv():  # its backends' WARN lines: ours is the one line
             self.capture = cv2.VideoCapture(target)
         if not self.capture.isOpened():
