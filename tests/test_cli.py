@@ -106,3 +106,19 @@ def test_read_prints_each_image_as_it_goes_and_names_a_broken_one_at_the_end(tmp
     result = run_cli("read", "--json", str(cut), tmp_path=tmp_path)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["dice"]
+
+
+@pytest.mark.parametrize("spec, needle", [
+    ("video:{tmp}/fake.mp4", "fake.mp4"),  # FFmpeg's "moov atom not found" line was printed beside ours
+    ("video:{tmp}", "not a video file: {tmp} (a folder)"),  # was "no such video file"
+    ("folder:{tmp}/fake.mp4", "not a folder: {tmp}/fake.mp4"),
+    ("video:", "'video:' names no file"),
+    ("folder:", "'folder:' names no folder"),
+])
+def test_a_bad_video_or_folder_spec_is_one_line_naming_it(spec, needle, tmp_path):
+    (tmp_path / "fake.mp4").write_text("this is no video")
+    for command in (("serve", "--port", "8097"), ("check",)):
+        result = run_cli(*command, "--source", spec.format(tmp=tmp_path), tmp_path=tmp_path / "state")
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and needle.format(tmp=tmp_path) in lines[0], lines

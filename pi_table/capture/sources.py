@@ -8,6 +8,7 @@ already settled; camera and video sources stream frames that go through roll set
 from __future__ import annotations
 
 import logging
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,7 +150,7 @@ class OpenCVSource(Source):
 
     Raises:
         FileNotFoundError: ``video:PATH`` names a missing file.
-        ValueError: OpenCV cannot open the device or file, or the file's name is not UTF-8 text
+        ValueError: it names a folder; OpenCV cannot open the device or file, or the file's name is not UTF-8 text
             (bytes from an old camera card: OpenCV cannot take it).
     """
 
@@ -160,18 +161,27 @@ class OpenCVSource(Source):
 
         self.target = target
         self.is_file = isinstance(target, str)
-        if self.is_file and not Path(target).is_file():
+        if self.is_file and not Path(target).exists():
             raise FileNotFoundError(f"no such video file: {target}")
+        if self.is_file and not Path(target).is_file():
+            raise ValueError(f"not a video file: {target}" + (" (a folder)" if Path(target).is_dir() else ""))
         if self.is_file:
             try:
                 target.encode()
             except UnicodeEncodeError:  # OpenCV dies of a segmentation fault on such a name
                 raise ValueError(f"cannot open video {target!r}: OpenCV takes only file names that are UTF-8 text "
                                  "(rename the file)") from None
+        if self.is_file:
+            # FFmpeg's own error lines ("[mov,mp4,...] moov atom not found" for a file that is no
+            # video) went to stderr beside ours; OpenCV reads this once, at its first FFmpeg use, and
+            # a value set beforehand (16: errors) shows them again
+            os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
         with quiet_opencv():  # its backends' WARN lines: ours is the one line
             self.capture = cv2.VideoCapture(target)
         if not self.capture.isOpened():
-            raise ValueError(f"cannot open {'video' if self.is_file else 'webcam'} {target!r}")
+            if self.is_file:
+                raise ValueError(f"cannot open video {target!r}: not a video OpenCV can decode")
+            raise ValueError(f"cannot open webcam {target!r}")
         fps = self.capture.get(cv2.CAP_PROP_FPS)
         self.fps = fps if fps and fps > 0 else 30.0
         self.realtime = realtime
@@ -277,7 +287,8 @@ def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
         interval_s: seconds between rolls when replaying ``folder:`` or ``demo`` photos.
 
     Raises:
-        ValueError: unknown spec or a malformed argument (``webcam:x``, ``webcam:-1``).
+        ValueError: unknown spec or a malformed argument (``webcam:x``, ``webcam:-1``, ``folder:``), a
+            folder that is a file, a file that is no video.
         FileNotFoundError: the folder or video file does not exist.
     """
     if spec is None:
@@ -286,6 +297,9 @@ def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
         if problem is not None:
             log.warning("no Pi camera: %s; replaying the bundled demo photos instead (--source picks another)", problem)
     kind, _, arg = spec.partition(":")
+    if kind in ("folder", "video") and not arg:
+        raise ValueError(f"source {spec!r} names no {'folder' if kind == 'folder' else 'file'} "
+                         f"(expected {kind}:{'DIR' if kind == 'folder' else 'PATH'})")
     if kind == "demo" and not arg:
         return FolderSource(DEMO_DIR, interval_s=interval_s, loop=True, spec="demo")
     if kind == "folder" and arg:
