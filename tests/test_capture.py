@@ -333,3 +333,27 @@ def test_a_video_whose_file_name_is_not_utf8_is_one_error_not_a_crash(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, (done.returncode, done.stderr)
     assert "cannot open video" in done.stdout and "caf" in done.stdout and "rename" in done.stdout, done.stdout
+
+
+def test_a_picamera2_that_is_installed_but_does_not_import_is_named_not_a_crash(tmp_path, monkeypatch, caplog):
+    """Raspberry Pi OS's picamera2 in a venv whose numpy is not the system's raises ValueError on
+    import ("numpy.dtype size changed", picamera2 issue #1088), not ImportError: with no --source,
+    serve fell over with numpy's message instead of playing the demo and saying why; with
+    --source picamera the error did not say it came from picamera2."""
+    import sys
+
+    package = tmp_path / "picamera2"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "raise ValueError('numpy.dtype size changed, may indicate binary incompatibility. Expected 96 from C header, "
+        "got 88 from PyObject')\n")
+    monkeypatch.delitem(sys.modules, "picamera2", raising=False)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with caplog.at_level("WARNING"):
+        source = open_source(None)
+    assert source.spec == "demo"
+    said = " ".join(r.getMessage() for r in caplog.records)
+    assert "picamera2 is installed but does not import" in said and "numpy.dtype size changed" in said, said
+    source.close()
+    with pytest.raises(ValueError, match=r"^picamera: picamera2 is installed but does not import \(ValueError: numpy"):
+        open_source("picamera")

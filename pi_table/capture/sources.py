@@ -221,7 +221,8 @@ class PiCameraSource(Source):
     roll has settled (:attr:`Frame.full`).
 
     Raises:
-        ValueError: picamera2 is not installed or no camera is attached.
+        ValueError: picamera2 is not installed or does not import (:func:`import_picamera2`), or
+            no camera is attached.
     """
 
     spec = "picamera"
@@ -229,9 +230,9 @@ class PiCameraSource(Source):
 
     def __init__(self, size: tuple[int, int] = (1280, 960), lores_size: tuple[int, int] = (320, 240)):
         try:
-            from picamera2 import Picamera2  # type: ignore[import-not-found]
-        except ImportError:
-            raise ValueError("picamera: picamera2 is not installed (sudo apt install python3-picamera2)") from None
+            Picamera2 = import_picamera2()
+        except ValueError as exc:
+            raise ValueError(f"picamera: {exc}") from None
         try:
             self.camera = Picamera2()
             config = self.camera.create_video_configuration(
@@ -265,13 +266,34 @@ class PiCameraSource(Source):
                 self.camera = None
 
 
-def picamera_problem() -> str | None:
-    """None when picamera2 imports and reports at least one camera, else why not (one line)."""
+def import_picamera2():
+    """picamera2's ``Picamera2`` class, imported only now (it is there on a Pi only).
+
+    Raises:
+        ValueError: why not, in one line: not installed (or not seen from a venv made without
+            ``--system-site-packages``), or installed but failing to import: Raspberry Pi OS's
+            picamera2 and simplejpeg are built for the system's numpy, and a venv holding another
+            numpy makes them raise ``ValueError: numpy.dtype size changed`` (picamera2 issue #1088).
+    """
     try:
         from picamera2 import Picamera2  # type: ignore[import-not-found]
     except ImportError:
-        return ("picamera2 is not installed here (on a Pi: sudo apt install python3-picamera2, "
-                "and make the venv with --system-site-packages)")
+        raise ValueError("picamera2 is not installed here (on a Pi: sudo apt install python3-picamera2, "
+                         "and make the venv with --system-site-packages)") from None
+    except Exception as exc:  # installed, but its import fails here
+        why = str(exc).splitlines()[0] if str(exc) else ""
+        hint = ("; the system's picamera2 is built for the system's numpy, and this venv has another"
+                if "numpy" in why else "")
+        raise ValueError(f"picamera2 is installed but does not import ({type(exc).__name__}: {why}){hint}") from None
+    return Picamera2
+
+
+def picamera_problem() -> str | None:
+    """None when picamera2 imports and reports at least one camera, else why not (one line)."""
+    try:
+        Picamera2 = import_picamera2()
+    except ValueError as exc:
+        return str(exc)
     try:
         cameras = Picamera2.global_camera_info()
     except Exception as exc:  # libcamera errors come in many types
