@@ -357,3 +357,15 @@ def test_a_picamera2_that_is_installed_but_does_not_import_is_named_not_a_crash(
     source.close()
     with pytest.raises(ValueError, match=r"^picamera: picamera2 is installed but does not import \(ValueError: numpy"):
         open_source("picamera")
+
+
+def test_a_folder_or_video_under_the_home_folder_may_be_written_with_a_tilde(tmp_path, monkeypatch):
+    """`serve --source folder:~/rolls` (or source = "folder:~/rolls" in the config): no shell expands
+    a ~ after the colon, and it was "no such folder: ~/rolls"."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "rolls").mkdir()
+    cv2.imwrite(str(tmp_path / "rolls" / "a.png"), tray([(50, 50)]))
+    source = open_source("folder:~/rolls", interval_s=0)
+    assert source.spec == "folder:~/rolls" and len(list(source)) == 1
+    with pytest.raises(FileNotFoundError, match=f"no such video file: {tmp_path}/none.avi"):
+        open_source("video:~/none.avi")

@@ -305,7 +305,8 @@ def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
     """Open a source from its spec; ``None`` means the Pi camera if present, else ``demo``.
 
     Args:
-        spec: ``picamera``, ``webcam:N``, ``video:PATH``, ``folder:DIR`` or ``demo``.
+        spec: ``picamera``, ``webcam:N``, ``video:PATH``, ``folder:DIR`` or ``demo``; a PATH or DIR
+            starting with ``~`` is under the home folder (``folder:~/rolls``; a shell leaves that ``~``).
         interval_s: seconds between rolls when replaying ``folder:`` or ``demo`` photos.
 
     Raises:
@@ -324,6 +325,8 @@ def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
                          f"(expected {kind}:{'DIR' if kind == 'folder' else 'PATH'})")
     if kind == "demo" and not arg:
         return FolderSource(DEMO_DIR, interval_s=interval_s, loop=True, spec="demo")
+    if kind in ("folder", "video"):
+        arg = os.path.expanduser(arg)  # "folder:~/rolls": no shell expands a ~ after the colon
     if kind == "folder" and arg:
         return FolderSource(arg, interval_s=interval_s, loop=False, spec=spec)
     if kind == "video" and arg:
