@@ -369,3 +369,33 @@ def test_a_folder_or_video_under_the_home_folder_may_be_written_with_a_tilde(tmp
     assert source.spec == "folder:~/rolls" and len(list(source)) == 1
     with pytest.raises(FileNotFoundError, match=f"no such video file: {tmp_path}/none.avi"):
         open_source("video:~/none.avi")
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A small PNG file whose header claims ``width`` x ``height`` pixels."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00" * 100))
+            + chunk(b"IEND", b""))
+
+
+def test_a_photo_claiming_more_pixels_than_opencv_decodes_is_skipped_not_the_end_of_the_replay(tmp_path, caplog):
+    """A header claiming 60000 x 60000 pixels (over OpenCV's CV_IO_MAX_IMAGE_PIXELS) made
+    load_image raise cv2.error, not ValueError: folder: stopped there ("source failed"), the
+    photos after it never replayed, and `pi-table read` printed a traceback (exit 1)."""
+    from tests.test_cli import run_cli
+
+    (tmp_path / "a_huge.png").write_bytes(_png_claiming(60000, 60000))
+    cv2.imwrite(str(tmp_path / "b_ok.png"), tray([(50, 50)]))
+    with caplog.at_level("WARNING", logger="pi_table.capture.sources"):
+        frames = list(FolderSource(tmp_path))
+    assert [Path(f.name).name for f in frames] == ["b_ok.png"]
+    assert any("a_huge.png" in r.getMessage() for r in caplog.records)
+    result = run_cli("read", str(tmp_path / "a_huge.png"), tmp_path=tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.strip().splitlines() == [f"pi-table: error: not an image: {tmp_path / 'a_huge.png'}"]

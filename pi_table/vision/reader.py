@@ -170,7 +170,8 @@ def load_image(path: str | Path) -> np.ndarray:
 
     Raises:
         FileNotFoundError: no such file.
-        ValueError: the file is not an image OpenCV can decode (names the path).
+        ValueError: the file is not an image OpenCV can decode, or its header claims more pixels
+            than OpenCV decodes (``CV_IO_MAX_IMAGE_PIXELS``; names the path).
     """
     import cv2
 
@@ -182,11 +183,14 @@ def load_image(path: str | Path) -> np.ndarray:
     data = np.fromfile(str(path), dtype=np.uint8)
     flags = cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH
     with quiet_opencv():  # a codec's WARN lines: ours is the one line
-        image = cv2.imdecode(data, flags) if data.size else None
-        if image is None and data[:2].tolist() == [0xFF, 0xD8] and data[-2:].tolist() != [0xFF, 0xD9]:
-            # a JPEG cut off before its end marker (a copy or upload stopped short): decoded as far as
-            # it goes, as a browser shows it, the rest grey
-            image = cv2.imdecode(np.concatenate([data, np.array([0xFF, 0xD9], np.uint8)]), flags)
+        try:
+            image = cv2.imdecode(data, flags) if data.size else None
+            if image is None and data[:2].tolist() == [0xFF, 0xD8] and data[-2:].tolist() != [0xFF, 0xD9]:
+                # a JPEG cut off before its end marker (a copy or upload stopped short): decoded as far as
+                # it goes, as a browser shows it, the rest grey
+                image = cv2.imdecode(np.concatenate([data, np.array([0xFF, 0xD9], np.uint8)]), flags)
+        except cv2.error as exc:  # a header claiming more than CV_IO_MAX_IMAGE_PIXELS (2**30) pixels
+            raise ValueError(f"not an image: {path} (OpenCV will not decode it: {exc.err})") from None
     if image is not None and image.dtype == np.uint16:
         # 16-bit files often hold 10- or 12-bit camera data (a test rig's camera): scaled by their
         # own brightest value, not by 65535, which left them 16 times too dark
