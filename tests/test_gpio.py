@@ -65,7 +65,7 @@ def test_a_pin_that_fails_to_open_leaves_the_rest_working(mock_pins):
 
 
 def test_pin_config_validation():
-    with pytest.raises(ValueError, match="pin 40"):
+    with pytest.raises(ValueError, match="status = 40"):
         PinConfig(status=40)
     with pytest.raises(ValueError, match="used twice"):
         PinConfig(status=17)
@@ -104,3 +104,42 @@ def test_a_pi_whose_pins_do_not_open_says_why(monkeypatch, caplog, tmp_path):
     said = [r.getMessage() for r in caplog.records]
     assert any("this is a Raspberry Pi 5 Model B" in m and "did not open (" in m for m in said), said
     assert not any("no GPIO pins on this machine" in m for m in said)
+
+
+def serve_with_config(tmp_path, monkeypatch, text: str) -> int:
+    """``pi-table serve --config`` with ``text`` as the file, never binding a socket or loading models."""
+    import pi_table.outputs.web as web
+    import pi_table.vision as vision
+    from pi_table.cli import main
+    from tests.conftest import FakeReader, d6_reading
+
+    monkeypatch.setattr(web, "listen", lambda service, host, port: object())
+    monkeypatch.setattr(web, "check_address", lambda host, port: None)
+    monkeypatch.setattr(web, "serve_forever", lambda service, server, host: None)
+    monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
+    (tmp_path / "c.toml").write_text(text)
+    try:
+        return main(["serve", "--config", str(tmp_path / "c.toml"), "--state-dir", str(tmp_path / "state"),
+                     "--source", "demo"])
+    except SystemExit as exc:
+        return exc.code
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("tension = 17", "pins tension must be a list of one or more BCM pin numbers like [17, 27, 22], got 17"),
+    ("omens = []", "pins omens must be a list of one or more BCM pin numbers like [17, 27, 22], got []"),
+    ("omens = [5, 6, 13, 19, 26, 5]", "pins omens[5] = 5: GPIO 5 is already omens[0] (a pin used twice)"),
+    ("status = 17", "pins status = 17: GPIO 17 is already tension[0] (a pin used twice)"),
+    ("spend = '16'", "pins spend = '16' is not a BCM GPIO number"),
+    ("reread = [21]", "pins reread = [21] is not a BCM GPIO number"),
+    ("tension = [17, 27, 40]", "pins tension[2] = 40 is not a BCM GPIO number"),
+])
+def test_a_bad_pins_table_is_one_line_naming_the_key_and_nothing_starts(tmp_path, monkeypatch, capsys, mock_pins,
+                                                                         text, needle):
+    """A [pins] value of the wrong type or shape (a bar given as one pin was a traceback; an empty
+    bar started with that bar left out) or a pin used twice: exit 2, one line naming the key and
+    the value, and no state directory made."""
+    assert serve_with_config(tmp_path, monkeypatch, "[pins]\n" + text + "\n") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+    assert not (tmp_path / "state").exists()

@@ -23,7 +23,8 @@ log = logging.getLogger(__name__)
 class PinConfig:
     """BCM pin numbers of the panel, ``hold_s`` (seconds the new-scene button is held before it acts:
     it sets the GM's omens to 0, so a bump must not) and ``bounce_s`` (debounce, seconds).
-    Raises ValueError on a pin outside 0..27, a pin used twice, or hold_s / bounce_s out of range."""
+    Raises ValueError naming the key and the value: a bar that is not a list of pins, a pin that is
+    not a BCM GPIO number 0..27, a pin used twice, or hold_s / bounce_s out of range."""
 
     tension: tuple[int, ...] = (17, 27, 22, 23, 24)
     omens: tuple[int, ...] = (5, 6, 13, 19, 26)
@@ -35,13 +36,22 @@ class PinConfig:
     bounce_s: float = 0.05
 
     def __post_init__(self) -> None:
-        pins = [*self.tension, *self.omens, self.status, self.spend, self.scene, self.reread]
-        for pin in pins:
-            if not isinstance(pin, int) or isinstance(pin, bool) or not 0 <= pin <= 27:
-                raise ValueError(f"GPIO pin {pin!r} is not a BCM pin number 0..27")
-        dupes = sorted({p for p in pins if pins.count(p) > 1})
-        if dupes:
-            raise ValueError(f"GPIO pin {dupes[0]} is used twice in the pin config")
+        where: dict[int, str] = {}  # pin -> the first key that uses it
+        for key in ("tension", "omens", "status", "spend", "scene", "reread"):
+            value = getattr(self, key)
+            if key in BARS:
+                if not isinstance(value, (tuple, list)) or not value:
+                    raise ValueError(f"pins {key} must be a list of one or more BCM pin numbers like "
+                                     f"[17, 27, 22], got {list(value) if isinstance(value, tuple) else value!r}")
+                named = [(f"{key}[{i}]", pin) for i, pin in enumerate(value)]
+            else:
+                named = [(key, value)]
+            for name, pin in named:
+                if not isinstance(pin, int) or isinstance(pin, bool) or not 0 <= pin <= 27:
+                    raise ValueError(f"pins {name} = {pin!r} is not a BCM GPIO number 0..27")
+                if pin in where:
+                    raise ValueError(f"pins {name} = {pin}: GPIO {pin} is already {where[pin]} (a pin used twice)")
+                where[pin] = name
         for key, lo, hi in (("hold_s", 0.1, 10.0), ("bounce_s", 0.0, 1.0)):
             value = getattr(self, key)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not lo <= value <= hi:
@@ -49,13 +59,17 @@ class PinConfig:
 
     @classmethod
     def from_dict(cls, data: dict) -> "PinConfig":
-        """Build from a config file's ``[pins]`` table; unknown keys are a ValueError."""
+        """Build from a config file's ``[pins]`` table; unknown keys, and values of the wrong type
+        or range, are a ValueError naming the key and the value."""
         known = set(cls.__dataclass_fields__)
         for key in data:
             if key not in known:
                 raise ValueError(f"unknown pin setting {key!r} (expected one of {', '.join(sorted(known))})")
-        values = {k: (tuple(v) if isinstance(v, list) else v) for k, v in data.items()}
+        values = {k: (tuple(v) if k in BARS and isinstance(v, list) else v) for k, v in data.items()}
         return cls(**values)
+
+
+BARS = ("tension", "omens")  # the PinConfig keys that hold a list of pins, one LED each
 
 
 def pi_model(path: str = "/proc/device-tree/model") -> str | None:
