@@ -143,3 +143,19 @@ def test_a_bad_pins_table_is_one_line_naming_the_key_and_nothing_starts(tmp_path
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and needle in err[0], err
     assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("status = 0", "pins status = 0 is not a BCM GPIO number 2..27 (0 and 1 are kept for a HAT's ID EEPROM)"),
+    ("tension = [1, 27, 22, 23, 24]", "pins tension[0] = 1 is not a BCM GPIO number 2..27"),
+    ("scene = 28", "pins scene = 28 is not a BCM GPIO number 2..27"),
+    ("spend = -1", "pins spend = -1 is not a BCM GPIO number 2..27"),
+])
+def test_the_id_eeprom_pins_and_pins_off_the_header_are_refused(tmp_path, monkeypatch, capsys, mock_pins, text, needle):
+    """BCM 0 and 1 (header pins 27 and 28) are the HAT ID EEPROM's I2C bus, kept for it by the
+    firmware (they were accepted and the kit started); only 2..27 are on the header for the panel."""
+    assert serve_with_config(tmp_path, monkeypatch, "[pins]\n" + text + "\n") == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0], err
+    assert not (tmp_path / "state").exists()
+    assert PinConfig(status=2).status == 2

@@ -24,7 +24,8 @@ class PinConfig:
     """BCM pin numbers of the panel, ``hold_s`` (seconds the new-scene button is held before it acts:
     it sets the GM's omens to 0, so a bump must not) and ``bounce_s`` (debounce, seconds).
     Raises ValueError naming the key and the value: a bar that is not a list of pins, a pin that is
-    not a BCM GPIO number 0..27, a pin used twice, or hold_s / bounce_s out of range."""
+    not a BCM GPIO number 2..27 (0 and 1 belong to a HAT's ID EEPROM), a pin used twice, or
+    hold_s / bounce_s out of range."""
 
     tension: tuple[int, ...] = (17, 27, 22, 23, 24)
     omens: tuple[int, ...] = (5, 6, 13, 19, 26)
@@ -47,8 +48,9 @@ class PinConfig:
             else:
                 named = [(key, value)]
             for name, pin in named:
-                if not isinstance(pin, int) or isinstance(pin, bool) or not 0 <= pin <= 27:
-                    raise ValueError(f"pins {name} = {pin!r} is not a BCM GPIO number 0..27")
+                if not isinstance(pin, int) or isinstance(pin, bool) or not 2 <= pin <= 27:
+                    raise ValueError(f"pins {name} = {pin!r} is not a BCM GPIO number 2..27 "
+                                     "(0 and 1 are kept for a HAT's ID EEPROM)")
                 if pin in where:
                     raise ValueError(f"pins {name} = {pin}: GPIO {pin} is already {where[pin]} (a pin used twice)")
                 where[pin] = name
