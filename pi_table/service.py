@@ -70,8 +70,9 @@ class Settings:
     threads: int = 0
 
     def check(self) -> None:
-        """Raise ValueError naming the first out-of-range setting (port, max_viewers, threads, interval_s, settle_s)."""
-        for key in (*_INTS, "interval_s", "settle_s"):
+        """Raise ValueError naming the first out-of-range setting (port, max_viewers, threads, interval_s,
+        settle_s, the GM PIN's length), before anything is written to the state directory."""
+        for key in (*_INTS, "interval_s", "settle_s", "pin"):
             _check_setting(key, getattr(self, key), key)
 
     @classmethod
@@ -128,11 +129,23 @@ def _check_setting(key: str, value, where: str) -> object:
         if not isinstance(value, str) or not value:
             raise ValueError(f"{where} must be a folder path (text), got {value!r}")
         return Path(value).expanduser()
-    if key in ("source", "host", "pin", "system"):
+    if key == "pin":
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{where} must be text (in quotes), got {value!r}")
+        check_gm_pin(value)
+        return value
+    if key in ("source", "host", "system"):
         if not isinstance(value, str):
             raise ValueError(f"{where} must be text (in quotes), got {value!r}")
         return value
     return value
+
+
+def check_gm_pin(pin: str | None) -> None:
+    """ValueError unless ``pin`` is None (none given) or 4..64 printable characters (its length is
+    named, never the PIN)."""
+    if pin is not None and (not 4 <= len(pin) <= 64 or not pin.isprintable()):
+        raise ValueError(f"GM PIN must be 4..64 printable characters, got {len(pin)} characters")
 
 
 def _hash_pin(pin: str, salt: bytes) -> bytes:
@@ -146,8 +159,7 @@ class PinCheck:
         path = state_dir / "gm_pin"
         self.new_pin: str | None = None
         if pin is not None:
-            if not (4 <= len(pin) <= 64) or not pin.isprintable():
-                raise ValueError(f"GM PIN must be 4..64 printable characters, got {len(pin)} characters")
+            check_gm_pin(pin)
             salt = secrets.token_bytes(16)
             self._salt, self._hash = salt, _hash_pin(pin, salt)
         elif path.is_file():

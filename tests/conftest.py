@@ -43,6 +43,25 @@ class FakeReader:
         return Reading(name or reading.image, image.shape[1], image.shape[0], reading.ms, reading.dice)
 
 
+def serve_with_config(tmp_path, monkeypatch, text: str, *extra: str) -> int:
+    """``pi-table serve --config`` with ``text`` as the file, never binding a socket or loading models."""
+    import pi_table.outputs.web as web
+    import pi_table.vision as vision
+    from pi_table.cli import main
+
+    monkeypatch.setattr(web, "listen", lambda service, host, port: object())
+    monkeypatch.setattr(web, "check_address", lambda host, port: None)
+    monkeypatch.setattr(web, "serve_forever", lambda service, server, host: None)
+    monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
+    monkeypatch.delenv("PI_TABLE_PIN", raising=False)
+    (tmp_path / "c.toml").write_text(text)
+    try:
+        return main(["serve", "--config", str(tmp_path / "c.toml"), "--state-dir", str(tmp_path / "state"),
+                     "--source", "demo", *extra])
+    except SystemExit as exc:
+        return exc.code
+
+
 @pytest.fixture
 def mock_pins():
     """gpiozero's MockFactory as the pin factory for the test, reset afterwards."""

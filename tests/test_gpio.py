@@ -7,6 +7,7 @@ import time
 import pytest
 
 from pi_table.outputs.gpio import Panel, PinConfig
+from tests.conftest import serve_with_config
 
 
 def test_bars_show_token_counts(mock_pins):
@@ -104,25 +105,6 @@ def test_a_pi_whose_pins_do_not_open_says_why(monkeypatch, caplog, tmp_path):
     said = [r.getMessage() for r in caplog.records]
     assert any("this is a Raspberry Pi 5 Model B" in m and "did not open (" in m for m in said), said
     assert not any("no GPIO pins on this machine" in m for m in said)
-
-
-def serve_with_config(tmp_path, monkeypatch, text: str) -> int:
-    """``pi-table serve --config`` with ``text`` as the file, never binding a socket or loading models."""
-    import pi_table.outputs.web as web
-    import pi_table.vision as vision
-    from pi_table.cli import main
-    from tests.conftest import FakeReader, d6_reading
-
-    monkeypatch.setattr(web, "listen", lambda service, host, port: object())
-    monkeypatch.setattr(web, "check_address", lambda host, port: None)
-    monkeypatch.setattr(web, "serve_forever", lambda service, server, host: None)
-    monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
-    (tmp_path / "c.toml").write_text(text)
-    try:
-        return main(["serve", "--config", str(tmp_path / "c.toml"), "--state-dir", str(tmp_path / "state"),
-                     "--source", "demo"])
-    except SystemExit as exc:
-        return exc.code
 
 
 @pytest.mark.parametrize("text, needle", [

@@ -302,3 +302,17 @@ def test_a_video_or_folder_that_ends_says_so(tmp_path, mock_pins, caplog):
         assert f"{spec} has ended: no more rolls are read" in service.state().notices
         service.close()
         caplog.clear()
+
+
+@pytest.mark.parametrize("text, extra", [('pin = "12"\n', ()), ("", ("--pin", "12")), ('pin = "2468"\n', ("--pin", "98"))])
+def test_a_bad_gm_pin_is_refused_before_the_state_directory_is_touched(tmp_path, monkeypatch, capsys, mock_pins,
+                                                                      text, extra):
+    """A GM PIN of the wrong length, from the config file or --pin, is exit 2 with one line (its
+    length, never the PIN), and no state directory or table is made (they were, before the PIN
+    was checked)."""
+    from tests.conftest import serve_with_config
+
+    assert serve_with_config(tmp_path, monkeypatch, text, *extra) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "GM PIN must be 4..64 printable characters, got 2 characters" in err[0], err
+    assert not (tmp_path / "state").exists()
