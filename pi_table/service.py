@@ -225,6 +225,7 @@ class Service:
         self._lock = threading.RLock()
         self._show_lock = threading.Lock()  # read tokens and light LEDs as one step
         self._last_frame: SettledRoll | None = None
+        self._latest_frame = None  # the last usable frame a live camera gave: the tray as it is now
         self._last_reading: Reading | None = None  # of the last roll recorded
         self.stop_event = threading.Event()
         self.rolls_read = 0
@@ -238,7 +239,8 @@ class Service:
         With ``new_only`` (a live camera's settled tray) a frame is not recorded when it holds
         the very dice of the last roll this way recorded, in the same places (a lamp, a shadow
         or a hand that came and went, the camera bumped: :func:`same_dice`), or when the tray is
-        empty (picked up between throws); None then. The re-read button records whatever it reads.
+        empty (picked up between throws); None then. The re-read button goes the same way
+        (:meth:`reread`).
         """
         self.panel.show_status("reading")
         with self._lock:
@@ -338,6 +340,7 @@ class Service:
                 log.warning("source %s failed: %s", spec, exc)
             finally:
                 source.close()
+                self._latest_frame = None  # its camera is closed: a re-read falls back to the last roll's frame
             if not source.live or self.stop_event.is_set():
                 if ended and not self.stop_event.is_set():
                     log.info("%s has ended (%d rolls read): no more rolls are read; the pages stay up until serve "
@@ -368,6 +371,8 @@ class Service:
             if not self._usable(frame):
                 settler.reset()
                 continue
+            if not frame.settled:
+                self._latest_frame = frame
             if self.table.pending:
                 self.table.flush()
             settled = settler.push(frame)
@@ -501,10 +506,17 @@ class Service:
         return self.state()
 
     def reread(self) -> Roll | None:
-        """Read the last settled frame again (the re-read button)."""
-        if self._last_frame is None:
-            return None
-        return self.handle(self._last_frame)
+        """The re-read button: read the tray as it is now (a live camera's latest frame; the Pi
+        camera takes a fresh full-resolution one) and record it as a roll, unless it holds the last
+        roll's dice where they lay or no die (:meth:`handle` with ``new_only``): a press with the
+        last roll still in the tray does not record it, and add its effects, a second time. A photo
+        source's tray is its last photo. None when nothing new was recorded."""
+        frame = self._latest_frame
+        if frame is None:
+            if self._last_frame is None:
+                return None
+            frame = self._last_frame.frame
+        return self.handle(SettledRoll(frame, 0.0, 0.0), new_only=True)
 
     def close(self) -> None:
         self.stop()

@@ -141,3 +141,33 @@ def test_the_id_eeprom_pins_and_pins_off_the_header_are_refused(tmp_path, monkey
     assert len(err) == 1 and needle in err[0], err
     assert not (tmp_path / "state").exists()
     assert PinConfig(status=2).status == 2
+
+
+def test_the_reread_button_reads_the_tray_now_and_never_records_a_roll_twice(tmp_path, mock_pins):
+    """The re-read button read the last roll's frame again and recorded it as a second roll, its
+    effects added again (charge 6,6,3: momentum 3, then 6 after one press). Now it reads the tray
+    as it is: the same dice where they lay are no new roll; dice the kit had not recorded are."""
+    import numpy as np
+
+    from pi_table.capture import Frame, SettledRoll
+    from pi_table.service import Service, Settings
+    from tests.conftest import FakeReader, d6_reading
+
+    first, missed = d6_reading(6, 6, 3), d6_reading(5, 2)
+    service = Service(Settings(state_dir=tmp_path, pin="1357", system="charge"),
+                      reader=FakeReader(first, first, missed))
+    frame = Frame(image=np.full((64, 64, 3), 100, np.uint8), t=1.0, index=1, name="cam#1")
+    assert service.handle(SettledRoll(frame, 0.8, 0.01), new_only=True).outcome == "critical"
+    assert service.table.tokens.momentum == 3
+
+    def press_reread() -> None:
+        mock_pins.pin(21).drive_low()
+        mock_pins.pin(21).drive_high()
+
+    press_reread()  # the roll still in the tray
+    assert len(service.table.rolls(10)) == 1 and service.table.tokens.momentum == 3
+    press_reread()  # dice the settler did not catch
+    rolls = service.table.rolls(10)
+    assert len(rolls) == 2 and rolls[0].outcome == "partial" and service.table.tokens.momentum == 3 + 1
+    assert service.panel.status == "ready"
+    service.close()

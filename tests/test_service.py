@@ -218,7 +218,7 @@ def test_a_live_tray_holding_the_last_rolls_dice_or_none_is_no_new_roll(tmp_path
     """From a live camera, a settled tray with the very dice of the last roll in the same places
     (a lamp, a shadow or a hand that came and went, the camera bumped a few pixels) is not
     recorded again, and its effects are not added again; nor is an empty tray (the dice picked
-    up). A die rolled again is a roll; the re-read button records what it reads."""
+    up). A die rolled again is a roll; the re-read button goes the same way."""
     from dataclasses import replace
 
     import numpy as np
@@ -245,8 +245,8 @@ def test_a_live_tray_holding_the_last_rolls_dice_or_none_is_no_new_roll(tmp_path
     assert service.handle(settled(3), new_only=True) is None  # picked up: an empty tray (read twice)
     assert reader.calls == 4
     assert service.handle(settled(4), new_only=True).outcome == "full"  # rolled again
-    assert service.reread().outcome == "full"  # the GM asked: recorded
-    assert len(service.table.rolls(10)) == 3 and service.table.tokens.momentum == 3 + 2 + 2
+    assert service.reread() is None  # the re-read button, the roll still in the tray: not recorded again
+    assert len(service.table.rolls(10)) == 2 and service.table.tokens.momentum == 3 + 2
     service.close()
 
 

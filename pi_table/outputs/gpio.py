@@ -2,7 +2,7 @@
 
 Default wiring (BCM numbers, see hardware.md): tension-token bar on 17, 27, 22, 23, 24;
 GM omen / momentum bar on 5, 6, 13, 19, 26; status LED on 12; buttons (to ground, internal
-pull-up) spend-a-tension-token 16, new scene 20, re-read / confirm 21.
+pull-up) spend-a-tension-token 16, new scene 20 (held hold_s), re-read the tray 21.
 
 Off a Pi (no pin factory loads) the panel runs on gpiozero's MockFactory and says so once,
 so the kit and its tests run on any machine.
