@@ -437,11 +437,19 @@ class Service:
         self.hub.publish(Event("state", self.state().to_json()))
 
     def _button(self, action):
+        """``action`` as a button's callback: it never raises into the pin factory's callback thread
+        (which serves every button), and a failed action leaves the LEDs on the table as it is."""
         def pressed() -> None:
             try:
                 action()
             except ValueError as exc:  # e.g. spending a token the GM does not have
                 log.info("button: %s", exc)
+            except Exception:  # a read that failed (the camera gone, the model), the database
+                log.exception("button: %s failed", getattr(action, "__name__", "the action"))
+                try:
+                    self._show()  # not left blinking "reading"
+                except Exception:
+                    log.debug("button: LEDs not updated", exc_info=True)
         return pressed
 
     # -- GM actions ---------------------------------------------------------------------------

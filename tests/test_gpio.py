@@ -171,3 +171,33 @@ def test_the_reread_button_reads_the_tray_now_and_never_records_a_roll_twice(tmp
     assert len(rolls) == 2 and rolls[0].outcome == "partial" and service.table.tokens.momentum == 3 + 1
     assert service.panel.status == "ready"
     service.close()
+
+
+def test_a_button_whose_action_fails_raises_nothing_and_the_others_keep_working(tmp_path, mock_pins):
+    """A re-read whose read fails (the camera gone, the model) raised out of the button's callback,
+    into the pin factory's thread that serves every button, and left the status LED blinking
+    "reading"; now it is logged, the LEDs show the table as it is and the next press works."""
+    import numpy as np
+
+    from pi_table.capture import Frame, SettledRoll
+    from pi_table.service import Service, Settings
+    from tests.conftest import FakeReader, d6_reading
+
+    class FailsAfterTheFirst(FakeReader):
+        def read(self, image, name="", kinds=None):
+            if self.calls:
+                raise RuntimeError("the model failed")
+            return super().read(image, name, kinds)
+
+    service = Service(Settings(state_dir=tmp_path, pin="1357", system="contingency-action"),
+                      reader=FailsAfterTheFirst(d6_reading(3)))
+    service.add_tension(2)
+    frame = Frame(image=np.full((64, 64, 3), 100, np.uint8), t=1.0, index=1, name="cam#1")
+    service.handle(SettledRoll(frame, 0.8, 0.01), new_only=True)
+    mock_pins.pin(21).drive_low()  # re-read: its read fails
+    mock_pins.pin(21).drive_high()
+    assert service.panel.status == "ready"
+    mock_pins.pin(16).drive_low()  # spend a tension token
+    mock_pins.pin(16).drive_high()
+    assert service.table.tokens.tension == 1 and service.panel.lit()["tension"] == 1
+    service.close()
