@@ -201,3 +201,28 @@ def test_a_button_whose_action_fails_raises_nothing_and_the_others_keep_working(
     mock_pins.pin(16).drive_high()
     assert service.table.tokens.tension == 1 and service.panel.lit()["tension"] == 1
     service.close()
+
+
+def test_a_count_above_the_bar_lights_it_all_with_its_last_led_blinking(mock_pins):
+    """Seven tension tokens on five LEDs showed exactly as five; now the whole bar is lit and its
+    last LED blinks while the count is more than the bar holds, and a count back within it is
+    steady again. Zero and below light nothing."""
+    panel = Panel(PinConfig())
+    panel.show_tokens(tension=7, omens=5)
+    assert panel.lit()["tension"] == 5 and panel.lit()["tension_over"]
+    assert panel.lit()["omens"] == 5 and not panel.lit()["omens_over"]
+    assert all(mock_pins.pin(p).state for p in (17, 27, 22, 23))
+    seen = set()
+    deadline = time.monotonic() + 2
+    while len(seen) < 2 and time.monotonic() < deadline:
+        seen.add(bool(mock_pins.pin(24).state))  # the fifth tension LED
+        time.sleep(0.02)
+    assert seen == {True, False}
+    assert all(mock_pins.pin(p).state for p in (5, 6, 13, 19, 26))  # five omens: steady, nothing blinks
+    panel.show_tokens(tension=4, omens=0)
+    time.sleep(2 * Panel.OVER_BLINK_S)
+    assert panel.lit() == {"tension": 4, "omens": 0, "tension_over": False, "omens_over": False, "status": "ready"}
+    assert not mock_pins.pin(24).state and mock_pins.pin(23).state
+    panel.show_tokens(tension=-3, omens=0)
+    assert panel.lit()["tension"] == 0
+    panel.close()

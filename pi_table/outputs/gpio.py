@@ -137,6 +137,7 @@ class Panel:
         if self.factory is None:
             self.factory, self.mock = pin_factory()  # which says so when it falls back to mock pins
         self.problems: list[str] = []
+        self.over = {"tension": False, "omens": False}  # a bar's count is more than it has LEDs
         self.tension_bar = self._open(LEDBarGraph, *self.pins.tension, pin_factory=self.factory)
         self.omen_bar = self._open(LEDBarGraph, *self.pins.omens, pin_factory=self.factory)
         self.status_led = self._open(LED, self.pins.status, pin_factory=self.factory)
@@ -161,16 +162,23 @@ class Panel:
             self.problems.append(message)
             return None
 
-    @staticmethod
-    def _bar_value(count: int, leds: int) -> float:
-        return min(max(count, 0), leds) / leds
+    OVER_BLINK_S = 0.3  # on and off time of a bar's last LED while its count is more than the bar holds
+
+    def _show_bar(self, name: str, bar, count: int) -> None:
+        if bar is None:
+            return
+        leds = len(bar)
+        bar.value = min(max(count, 0), leds) / leds  # setting a value stops any blink
+        self.over[name] = count > leds
+        if self.over[name]:
+            bar[-1].blink(on_time=self.OVER_BLINK_S, off_time=self.OVER_BLINK_S, background=True)
 
     def show_tokens(self, tension: int, omens: int) -> None:
-        """Light ``tension`` LEDs on the first bar and ``omens`` on the second (capped at the bar's length)."""
-        if self.tension_bar is not None:
-            self.tension_bar.value = self._bar_value(tension, len(self.tension_bar))
-        if self.omen_bar is not None:
-            self.omen_bar.value = self._bar_value(omens, len(self.omen_bar))
+        """Light ``tension`` LEDs on the first bar and ``omens`` on the second (0 or less: none).
+        A count above the bar's length lights the whole bar with its last LED blinking, so that
+        "more than five" is not taken for five (the GM page shows the count)."""
+        self._show_bar("tension", self.tension_bar, tension)
+        self._show_bar("omens", self.omen_bar, omens)
 
     def show_status(self, status: str) -> None:
         """``ready`` steady on, ``reading`` slow blink, ``reroll`` fast blink, ``off``. ValueError otherwise."""
@@ -189,10 +197,16 @@ class Panel:
             led.blink(on_time=period, off_time=period, background=True)
 
     def lit(self) -> dict:
-        """How many LEDs of each bar are lit and the status, for tests and the GM page."""
-        def count(bar):
-            return 0 if bar is None else sum(1 for led in bar if led.is_lit)
-        return {"tension": count(self.tension_bar), "omens": count(self.omen_bar), "status": self.status}
+        """How many LEDs of each bar are lit (a blinking last LED counts as lit), whether each bar
+        shows more than it holds (``tension_over``, ``omens_over``: its last LED blinking) and the
+        status, for tests and the GM page."""
+        def count(name, bar):
+            if bar is None:
+                return 0
+            leds = list(bar)
+            return sum(1 for led in leds[:-1] if led.is_lit) + (1 if self.over[name] or leds[-1].is_lit else 0)
+        return {"tension": count("tension", self.tension_bar), "omens": count("omens", self.omen_bar),
+                "tension_over": self.over["tension"], "omens_over": self.over["omens"], "status": self.status}
 
     def close(self) -> None:
         for device in (self.tension_bar, self.omen_bar, self.status_led, *self.buttons.values()):

@@ -45,7 +45,7 @@ async function refresh() {
   fill($("system"), s.system); fill($("params"), JSON.stringify(s.params));
   drawPlayers(s.players || [], s.roller);
   const sess = await (await fetch("/gm/session")).json();
-  $("leds").textContent = `tension bar ${sess.leds.tension} lit, second bar ${sess.leds.omens} lit, status ${sess.leds.status}` + (sess.mock_pins ? " (mock pins)" : "");
+  $("leds").textContent = `tension bar ${sess.leds.tension} lit${sess.leds.tension_over ? " (more: last blinks)" : ""}, second bar ${sess.leds.omens} lit${sess.leds.omens_over ? " (more: last blinks)" : ""}, status ${sess.leds.status}` + (sess.mock_pins ? " (mock pins)" : "");
   lastRoll = s.last_roll;
   drawDice();
 }
