@@ -241,19 +241,29 @@ class Service:
         or a hand that came and went, the camera bumped: :func:`same_dice`), or when the tray is
         empty (picked up between throws); None then. The re-read button goes the same way
         (:meth:`reread`).
+
+        The status LED blinks "reading" meanwhile; a frame that is no roll, or a read that raises,
+        leaves it as it was before (a "re-roll needed" stays until a roll is recorded).
         """
-        self.panel.show_status("reading")
         with self._lock:
-            system = self.table.system
-            image = settled.frame.image_to_read()
-            reading = self.reader.read(image, name=settled.frame.name, kinds=KINDS_BY_SYSTEM.get(system))
-            if new_only and self._not_a_roll(image, settled, reading):
-                self._show()
-                return None
-            self._last_frame = settled
-            self._last_reading = reading
-            roll = self.table.record(reading, image=self._store_image(image))
-            self.rolls_read += 1
+            before = self.panel.status
+            if before == "reading":  # the roll before this one is still being shown (not under the lock)
+                before = "ready"
+            self.panel.show_status("reading")
+            try:
+                system = self.table.system
+                image = settled.frame.image_to_read()
+                reading = self.reader.read(image, name=settled.frame.name, kinds=KINDS_BY_SYSTEM.get(system))
+                if new_only and self._not_a_roll(image, settled, reading):
+                    self._show(before)
+                    return None
+                self._last_frame = settled
+                self._last_reading = reading
+                roll = self.table.record(reading, image=self._store_image(image))
+                self.rolls_read += 1
+            except BaseException:
+                self.panel.show_status(before)
+                raise
         self._publish_roll(roll)
         self._changed(status="reroll" if roll.outcome == "reroll" else "ready")
         return roll
@@ -429,7 +439,7 @@ class Service:
             self.panel.show_tokens(tokens.tension, omens)
             if status is not None:
                 self.panel.show_status(status)
-            elif self.panel.status not in ("reroll",):
+            elif self.panel.status not in ("reroll", "reading"):  # a token change mid-read: still reading
                 self.panel.show_status("ready")
 
     def _changed(self, status: str | None = None) -> None:

@@ -226,3 +226,59 @@ def test_a_count_above_the_bar_lights_it_all_with_its_last_led_blinking(mock_pin
     panel.show_tokens(tension=-3, omens=0)
     assert panel.lit()["tension"] == 0
     panel.close()
+
+
+def test_the_status_led_keeps_a_re_roll_and_a_read_under_way(tmp_path, mock_pins):
+    """A roll with a cocked die sets "re-roll needed"; a shadow or hand over those same dice (no new
+    roll) set it back to "ready" while the cocked die still lay there. A token spent by button while
+    a roll is being read set "ready" in the middle of the read. Both now keep the status."""
+    import threading
+
+    import numpy as np
+
+    from pi_table.capture import Frame, SettledRoll
+    from pi_table.service import Service, Settings
+    from tests.conftest import FakeReader, d6_reading
+
+    cocked = d6_reading(6, 3)
+    cocked = replace_status(cocked, 1, "cocked")
+    reading_now, go_on = threading.Event(), threading.Event()
+
+    class Reader(FakeReader):
+        def read(self, image, name="", kinds=None):
+            if self.calls == 2:  # the third read: wait, as a slow read does
+                reading_now.set()
+                go_on.wait(5)
+            return super().read(image, name, kinds)
+
+    service = Service(Settings(state_dir=tmp_path, pin="1357", system="charge"),
+                      reader=Reader(cocked, cocked, d6_reading(5, 2)))
+    service.add_tension(1)
+
+    def settled(i: int) -> SettledRoll:
+        frame = Frame(image=np.full((64, 64, 3), 100, np.uint8), t=float(i), index=i, name=f"cam#{i}")
+        return SettledRoll(frame, 0.8, 0.01)
+
+    assert service.handle(settled(1), new_only=True).outcome == "reroll"
+    assert service.panel.status == "reroll"
+    assert service.handle(settled(2), new_only=True) is None  # a shadow over the same dice
+    assert service.panel.status == "reroll"
+    worker = threading.Thread(target=service.handle, args=(settled(3), True))
+    worker.start()
+    assert reading_now.wait(5)
+    mock_pins.pin(16).drive_low()  # spend a tension token mid-read
+    mock_pins.pin(16).drive_high()
+    assert service.table.tokens.tension == 0 and service.panel.status == "reading"
+    go_on.set()
+    worker.join(5)
+    assert service.panel.status == "ready" and len(service.table.rolls(10)) == 2
+    service.close()
+
+
+def replace_status(reading, index: int, status: str):
+    """``reading`` with die ``index`` given ``status`` (its face kept)."""
+    from dataclasses import replace
+
+    dice = list(reading.dice)
+    dice[index] = replace(dice[index], status=status)
+    return replace(reading, dice=tuple(dice))
