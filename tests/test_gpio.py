@@ -282,3 +282,37 @@ def replace_status(reading, index: int, status: str):
     dice = list(reading.dice)
     dice[index] = replace(dice[index], status=status)
     return replace(reading, dice=tuple(dice))
+
+
+# BCM GPIO number -> physical header pin on the 40-pin header (Pi 4 and Pi 5 alike)
+HEADER = {2: 3, 3: 5, 4: 7, 5: 29, 6: 31, 7: 26, 8: 24, 9: 21, 10: 19, 11: 23, 12: 32, 13: 33, 14: 8, 15: 10,
+          16: 36, 17: 11, 18: 12, 19: 35, 20: 38, 21: 40, 22: 15, 23: 16, 24: 18, 25: 22, 26: 37, 27: 13}
+
+
+def test_hardware_md_wiring_agrees_with_the_defaults():
+    """hardware.md's wiring table (BCM pin, header pin, what) and its [pins] example are the code's
+    defaults, and its ground pins are ground pins."""
+    import re
+    import tomllib
+
+    from tests.conftest import REPO
+
+    text = (REPO / "hardware.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| (\d+) \| ([^|]+) \|", text, re.M)
+    roles = {"tension token LED": "tension", "GM omen / momentum LED": "omens", "status LED": "status",
+             "button: spend a tension token": "spend", "button: new scene": "scene", "button: re-read": "reread"}
+    found: dict[str, list[int]] = {}
+    for bcm, header, what in rows:
+        assert HEADER[int(bcm)] == int(header), (bcm, header)
+        role = next(r for prefix, r in roles.items() if what.startswith(prefix))
+        found.setdefault(role, []).append(int(bcm))
+    defaults = PinConfig()
+    for role in ("tension", "omens"):
+        assert tuple(found[role]) == getattr(defaults, role)
+    for role in ("status", "spend", "scene", "reread"):
+        assert found[role] == [getattr(defaults, role)]
+    ground = re.search(r"^\| GND \| ([\d, ]+) \|", text, re.M).group(1)
+    assert {int(p) for p in ground.split(",")} == {6, 9, 14, 20, 25, 30, 34, 39}
+    example = re.search(r"```toml\n(\[pins\].*?)```", text, re.S).group(1)
+    assert PinConfig.from_dict(tomllib.loads(example)["pins"]) == defaults
+    assert f"hold it {defaults.hold_s:g} s" in text
