@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.capture import RollSettler, SettledRoll, open_source
+from pi_table.capture.sources import DEMO_DIR
 from pi_table.outputs.events import Event, EventHub
 from pi_table.outputs.gpio import Panel, PinConfig
 from pi_table.rules import KINDS_BY_SYSTEM, validate_params  # which die kinds each system reads from the tray
@@ -96,6 +97,9 @@ class Settings:
             setattr(settings, key, _check_setting(key, value, f"config key {key!r} in {path}"))
         return settings
 
+
+#: Rolls the demo's table (in memory) keeps: it replays its photos for as long as serve runs.
+DEMO_ROLLS_KEPT = 500
 
 _INTS = {"port": (1, 65535), "max_viewers": (1, 10_000), "threads": (0, 1_000)}
 
@@ -206,9 +210,17 @@ class Service:
         self.settings = settings
         state_dir = Path(settings.state_dir)
         state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.images_dir = state_dir / "rolls"
-        self.images_dir.mkdir(exist_ok=True, mode=0o700)
-        self.table = Table(state_dir / "table.db", settings.system, settings.params)
+        self.demo = settings.source == "demo"
+        if self.demo:
+            # the bundled photos' rolls are not the GM's (a Pi whose camera is not found at boot plays the
+            # demo): they go to a table in memory, so the table on disk keeps its tokens and history, and
+            # nothing is written to the SD card all day; each roll's photo is the bundled one
+            self.images_dir = DEMO_DIR
+            self.table = Table(":memory:", settings.system, settings.params)
+        else:
+            self.images_dir = state_dir / "rolls"
+            self.images_dir.mkdir(exist_ok=True, mode=0o700)
+            self.table = Table(state_dir / "table.db", settings.system, settings.params)
         self.check_pin = PinCheck(state_dir, settings.pin)
         self.hub = EventHub(max_streams=settings.max_viewers)
         if reader is None:
@@ -221,7 +233,8 @@ class Service:
             on_scene=self._button(self.new_scene), on_reread=self._button(self.reread))
         self.notices: dict[str, str] = {}
         if settings.source == "demo":  # the phones must not take the bundled photos for the tray's dice
-            self.notices["source"] = "demo: these rolls are the kit's bundled photos, not your tray (serve --source picks a camera)"
+            self.notices["source"] = ("demo: these rolls are the kit's bundled photos, not your tray, on a table of "
+                                      "their own that is not saved (serve --source picks a camera)")
         self._lock = threading.RLock()
         self._show_lock = threading.Lock()  # read tokens and light LEDs as one step
         self._last_frame: SettledRoll | None = None
@@ -259,7 +272,9 @@ class Service:
                     return None
                 self._last_frame = settled
                 self._last_reading = reading
-                roll = self.table.record(reading, image=self._store_image(image))
+                roll = self.table.record(reading, image=self._store_image(image, settled.frame.name))
+                if self.demo:
+                    self.table.keep_newest_rolls(DEMO_ROLLS_KEPT)
                 self.rolls_read += 1
             except BaseException:
                 self.panel.show_status(before)
@@ -301,9 +316,13 @@ class Service:
 
         future.add_done_callback(again)
 
-    def _store_image(self, image) -> str | None:
-        """Write the photo a roll was read from; its path, or None (and a notice) if it cannot be."""
+    def _store_image(self, image, name: str = "") -> str | None:
+        """Write the photo a roll was read from; its path, or None (and a notice) if it cannot be.
+        A demo roll's photo is the bundled file it was read from (``name``), not a copy."""
         import cv2
+
+        if self.demo and Path(name).parent == DEMO_DIR:
+            return name
 
         path = self.images_dir / f"{time.time_ns()}.jpg"
         try:

@@ -214,6 +214,45 @@ def test_the_demo_source_is_named_on_the_pages(tmp_path, mock_pins):
     demo.close(), webcam.close()
 
 
+def test_the_demo_plays_on_a_table_of_its_own_and_writes_no_photos(tmp_path, mock_pins):
+    """The demo's rolls (the bundled photos: also what a Pi plays when its camera is not found at
+    boot) go to a table in memory: the GM's table on disk keeps its tokens and history, no roll
+    photo is written, and the demo's table keeps only its newest DEMO_ROLLS_KEPT rolls. Before,
+    they were recorded into table.db (charge 6,6,3 added momentum every 6 s) and each photo was
+    copied into the state directory, without end."""
+    from pi_table import service as service_module
+    from pi_table.capture.sources import DEMO_DIR
+    from pi_table.service import Service, Settings
+    from pi_table.table import Table
+    from tests.conftest import FakeReader, d6_reading
+
+    state = tmp_path / "state"
+    table = Table(state / "table.db", "charge")
+    table.add_tension(2)
+    table.close()
+    demo = Service(Settings(state_dir=state, pin="1357", source="demo", system="charge", interval_s=0),
+                   reader=FakeReader(d6_reading(6, 6, 3)))
+    demo.run("demo", max_rolls=3)
+    rolls = demo.table.rolls()
+    assert len(rolls) == 3 and rolls[0].outcome == "critical"
+    assert all(Path(r.image).parent == DEMO_DIR for r in rolls)  # the bundled photo, served as it is
+    assert not (state / "rolls").exists() or not any((state / "rolls").iterdir())
+    demo.close()
+    table = Table(state / "table.db")
+    assert table.rolls() == [] and table.tokens.tension == 2 and table.tokens.momentum == 0
+    table.close()
+
+    small = Service(Settings(state_dir=tmp_path / "s", pin="1357", source="demo", interval_s=0),
+                    reader=FakeReader(d6_reading(4)))
+    service_module.DEMO_ROLLS_KEPT = 2
+    try:
+        small.run("demo", max_rolls=5)
+    finally:
+        service_module.DEMO_ROLLS_KEPT = 500
+    assert [r.id for r in small.table.rolls()] == [5, 4]
+    small.close()
+
+
 def _exif_rotated_jpeg(image: np.ndarray, orientation: int = 6) -> bytes:
     """``image`` as a JPEG carrying an EXIF Orientation tag (6: to be turned 90 degrees clockwise),
     as a phone held upright stores its photo sideways."""

@@ -136,7 +136,8 @@ def test_a_viewer_that_never_reads_does_not_hold_up_others():
 def test_sigkill_right_after_a_roll_loses_nothing(tmp_path):
     port = free_port()
     env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "GPIOZERO_PIN_FACTORY": "mock", "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "pi_table", "serve", "--host", "127.0.0.1", "--port", str(port), "--interval", "1", "--pin", "4321"]
+    cmd = [sys.executable, "-m", "pi_table", "serve", "--host", "127.0.0.1", "--port", str(port), "--interval", "1", "--pin", "4321",
+           "--source", f"folder:{REPO / 'pi_table' / 'demo'}"]  # the demo's own table is in memory
     base = f"http://127.0.0.1:{port}"
 
     def wait_for_roll(proc, after_id=0, timeout=60):
@@ -198,7 +199,7 @@ class SlowReader(FakeReader):
         return super().read(image, name, kinds)
 
 pi_table.vision.DiceReader = lambda threads=1: SlowReader(d6_reading(6, 5))
-status = main(["serve", "--source", "demo", "--interval", "0.2", "--state-dir", sys.argv[2], "--host", "127.0.0.1",
+status = main(["serve", "--source", "folder:" + sys.argv[1] + "/pi_table/demo", "--interval", "0.2", "--state-dir", sys.argv[2], "--host", "127.0.0.1",
                "--port", sys.argv[3], "--pin", "1234"])
 print("stopped", status, flush=True)
 '''

@@ -109,7 +109,8 @@ def test_serve_command_end_to_end(tmp_path):
         assert "still running" not in proc.stderr.read()  # waitress waited for no stream's worker
         out = proc.stdout.read()
         assert "GM PIN: " in out  # a new PIN, printed once
-        assert (tmp_path / "pi-table" / "table.db").is_file()
+        assert (tmp_path / "pi-table" / "gm_pin").is_file()
+        assert not (tmp_path / "pi-table" / "table.db").exists()  # the demo plays on a table of its own, in memory
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -185,7 +186,7 @@ def test_serve_checks_the_system_on_an_existing_table_and_sets_one_typed_now(tmp
     monkeypatch.setattr(web, "serve_forever", lambda service, server, host: None)
     monkeypatch.setattr(vision, "DiceReader", lambda threads=1: FakeReader(d6_reading(3)))
     state = tmp_path / "state"
-    base = ["serve", "--state-dir", str(state), "--source", "demo", "--pin", "2468"]
+    base = ["serve", "--state-dir", str(state), "--source", f"folder:{REPO / 'pi_table' / 'demo'}", "--pin", "2468"]
     Table(state / "table.db", "charge").close()  # a table that exists, on charge
 
     def serve(*extra: str, config: str | None = None) -> int:

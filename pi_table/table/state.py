@@ -404,6 +404,19 @@ class Table:
             self._pending.append(roll)
             return roll
 
+    def keep_newest_rolls(self, keep: int) -> int:
+        """Forget every roll but the newest ``keep`` (a table that must not grow for ever: the
+        demo's, which replays its photos all day). Returns how many were forgotten.
+
+        Raises:
+            ValueError: ``keep`` below 1.
+        """
+        if int(keep) < 1:
+            raise ValueError(f"keep must be at least 1, got {keep!r}")
+        with self._lock, self._db:
+            cur = self._db.execute("DELETE FROM rolls WHERE id <= (SELECT MAX(id) FROM rolls) - ?", (int(keep),))
+        return cur.rowcount
+
     def _cached_system(self) -> tuple[str, dict]:
         try:
             self._system_cache = (self.system, self.params)
