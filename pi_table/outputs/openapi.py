@@ -13,7 +13,7 @@ _ERROR = {"description": "bad input: one line naming the bad value; nothing chan
           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _UNAUTHORIZED = {"description": "no or wrong GM PIN; nothing changed",
                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
-_LOCKED = {"description": "5 wrong PINs from this client within 60 s: wait a minute",
+_LOCKED = {"description": "5 different wrong PINs from this client within 60 s: wait a minute",
            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _NOT_FOUND = {"description": "no such roll, die or player",
               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}

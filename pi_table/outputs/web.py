@@ -8,6 +8,8 @@ requests, and streams beyond the cap get ``503`` with ``Retry-After``.
 from __future__ import annotations
 
 import errno
+import hashlib
+import hmac
 import logging
 import queue
 import secrets
@@ -28,23 +30,33 @@ HEARTBEAT_S = 15.0
 
 
 class Lockout:
-    """Refuse PIN attempts from a client after ``tries`` wrong ones within ``window_s`` seconds."""
+    """Refuse PIN attempts from a client after ``tries`` different wrong PINs within ``window_s`` seconds.
+
+    One wrong PIN sent again (a page or script holding a stale PIN, each endpoint tried with the
+    same wrong PIN) is one guess, not one per request: it stays a plain 401 (INTERFACES.md "HTTP")
+    and locks nobody out, while guessing through PINs is still cut to ``tries`` a minute. The
+    guesses are kept as keyed hashes, in memory only.
+    """
 
     def __init__(self, tries: int = 5, window_s: float = 60.0):
         self.tries, self.window_s = tries, window_s
-        self._fails: dict[str, list[float]] = {}
+        self._key = secrets.token_bytes(16)
+        self._fails: dict[str, dict[bytes, float]] = {}  # client -> guess hash -> last time sent
         self._lock = threading.Lock()
 
     def locked(self, client: str) -> bool:
+        """True when ``client`` sent ``tries`` different wrong PINs in the last ``window_s`` seconds."""
         now = time.monotonic()
         with self._lock:
-            fails = [t for t in self._fails.get(client, []) if now - t < self.window_s]
+            fails = {g: t for g, t in self._fails.get(client, {}).items() if now - t < self.window_s}
             self._fails[client] = fails
             return len(fails) >= self.tries
 
-    def fail(self, client: str) -> None:
+    def fail(self, client: str, guess: str) -> None:
+        """Note that ``client`` sent the wrong PIN ``guess``."""
+        digest = hmac.new(self._key, guess.encode(errors="surrogatepass"), hashlib.sha256).digest()
         with self._lock:
-            self._fails.setdefault(client, []).append(time.monotonic())
+            self._fails.setdefault(client, {})[digest] = time.monotonic()
 
 
 def create_app(service) -> Flask:
@@ -71,11 +83,13 @@ def create_app(service) -> Flask:
     def guard():
         if request.method in ("POST", "PUT", "DELETE", "PATCH") and request.path.startswith("/api/"):
             client = request.remote_addr or "?"
-            if lockout.locked(client):
+            header = request.headers.get("Authorization", "")
+            guess = header[7:].strip() if header.startswith("Bearer ") else ""  # "": no PIN guessed
+            if guess and lockout.locked(client):
                 return error(429, "too many wrong PINs: wait a minute")
             if not is_gm():
-                if request.headers.get("Authorization"):
-                    lockout.fail(client)
+                if guess:
+                    lockout.fail(client, guess)
                 return error(401, "GM PIN required (Authorization: Bearer PIN)")
             if session.get("gm") and not request.headers.get("Authorization"):
                 # cookie-authenticated change: require the CSRF token the /gm page holds
@@ -139,8 +153,9 @@ def create_app(service) -> Flask:
         if lockout.locked(client):
             return error(429, "too many wrong PINs: wait a minute")
         data = request.get_json(silent=True) or request.form
-        if not service.check_pin(str(data.get("pin", ""))):
-            lockout.fail(client)
+        pin = str(data.get("pin", ""))
+        if not service.check_pin(pin):
+            lockout.fail(client, pin)
             return error(401, "wrong PIN")
         session["gm"] = True
         session["csrf"] = secrets.token_urlsafe(16)
