@@ -166,3 +166,13 @@ def test_stream_cap_gives_503(tmp_path, mock_pins):
     assert second.status_code == 503 and second.headers["Retry-After"]
     first.close()
     svc.close()
+
+
+def test_the_bearer_scheme_is_read_whatever_its_case(client):
+    """RFC 7235: an auth scheme is case-insensitive; 'bearer PIN' (as some HTTP clients write it)
+    is the GM PIN, and a wrong one is still 401."""
+    for scheme in ("bearer", "BEARER", "Bearer"):
+        resp = client.post("/api/tokens/tension", json={"delta": 1}, headers={"Authorization": f"{scheme} {PIN}"})
+        assert resp.status_code == 200, scheme
+    assert client.get("/api/state").get_json()["tokens"]["tension"] == 3
+    assert client.post("/api/scene", headers={"Authorization": "bearer 0000"}).status_code == 401

@@ -73,18 +73,23 @@ def create_app(service) -> Flask:
             line = line[:297] + "..."
         return jsonify({"error": line}), status
 
+    def bearer() -> str:
+        """The PIN of an ``Authorization: Bearer PIN`` header (the scheme in any case, RFC 7235);
+        "" when the request names none."""
+        scheme, _, value = request.headers.get("Authorization", "").strip().partition(" ")
+        return value.strip() if scheme.lower() == "bearer" else ""
+
     def is_gm() -> bool:
         if session.get("gm"):
             return True
-        header = request.headers.get("Authorization", "")
-        return header.startswith("Bearer ") and service.check_pin(header[7:].strip())
+        guess = bearer()
+        return bool(guess) and service.check_pin(guess)
 
     @app.before_request
     def guard():
         if request.method in ("POST", "PUT", "DELETE", "PATCH") and request.path.startswith("/api/"):
             client = request.remote_addr or "?"
-            header = request.headers.get("Authorization", "")
-            guess = header[7:].strip() if header.startswith("Bearer ") else ""  # "": no PIN guessed
+            guess = bearer()  # "": no PIN guessed
             if guess and lockout.locked(client):
                 return error(429, "too many wrong PINs: wait a minute")
             if not is_gm():
