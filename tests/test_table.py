@@ -83,6 +83,25 @@ def test_correcting_a_die_re_resolves_and_adjusts_tokens(tmp_path):
     assert table.roll(roll.id).outcome == "critical"
 
 
+def test_a_corrected_face_is_stored_as_printed_on_the_die(tmp_path):
+    """INTERFACES.md: a roll's dice are as in ``read``, whose ``face`` is the printed face ("4",
+    "0", "00", "70"). A face typed with spaces, a sign or leading zeros (" 5", "+5", "05") is
+    the die's printed face once stored, and a tens die's "0" is its "00"."""
+    table = Table(tmp_path / "t.db", "charge")
+    roll = table.record(d6_reading(6, 4, 2))
+    for typed in (" 5", "+5", "05", "5 "):
+        fixed = table.correct_die(roll.id, 1, typed)
+        assert (fixed.reading.dice[1].face, fixed.reading.dice[1].value) == ("5", 5), typed
+        assert table.roll(roll.id).reading.dice[1].face == "5"
+    table.set_system("contingency-skill", {"percentile": True, "chance": 50})
+    tens = Die("d10-tens", "30", 30, (0.0, 0.0, 10.0, 10.0), 0.99, "ok")
+    ones = Die("d10", "7", 7, (20.0, 0.0, 30.0, 10.0), 0.99, "ok")
+    roll = table.record(Reading("p.jpg", 640, 640, 1.0, (tens, ones)))
+    assert table.correct_die(roll.id, 0, "0").reading.dice[0].face == "00"
+    assert table.correct_die(roll.id, 0, "070").reading.dice[0].face == "70"
+    assert table.correct_die(roll.id, 1, "00").reading.dice[1].face == "0"
+
+
 def test_state_survives_a_reopen_and_files_are_private(tmp_path):
     path = tmp_path / "state" / "t.db"
     table = Table(path, "charge")

@@ -26,7 +26,7 @@ from typing import Any
 
 from pi_table import rules
 from pi_table.table.odds import odds_future, roll_odds
-from pi_table.vision.dice import Die, Reading, face_value
+from pi_table.vision.dice import Die, Reading, face_value, printed_face
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -522,9 +522,10 @@ class Table:
             if not 0 <= index < len(roll.reading.dice):
                 raise ValueError(f"die index {index} out of range (roll {roll_id} has {len(roll.reading.dice)} dice)")
             old = roll.reading.dice[index]
-            value = face_value(old.kind, str(face))
+            face = printed_face(old.kind, str(face))  # " 5", "05" -> "5"; a tens die's "0" -> "00"
+            value = face_value(old.kind, face)
             dice = list(roll.reading.dice)
-            dice[index] = replace(old, face=str(face), value=value, confidence=1.0, status="ok")
+            dice[index] = replace(old, face=face, value=value, confidence=1.0, status="ok")
             reading = replace(roll.reading, dice=tuple(dice))
             _, _, _, old_effects = resolve_reading(roll.system, roll.params, roll.reading)
             outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)

@@ -54,6 +54,18 @@ def face_value(kind: str, face: str) -> int:
     return number
 
 
+def printed_face(kind: str, face: str) -> str:
+    """A face as typed by hand (" 5", "+5", "05", a tens die's "0") written as it is printed on
+    the die and as ``read`` reports it: "5", a tens die's "00" / "70" (INTERFACES.md ``read --json``).
+
+    Raises:
+        ValueError: as :func:`face_value`: unknown kind, or a face not printed on that kind of die.
+    """
+    face_value(kind, face)
+    number = int(face)
+    return f"{number:02d}" if kind == "d10-tens" else str(number)
+
+
 @dataclass(frozen=True)
 class Die:
     """One die found in an image.
