@@ -11,6 +11,7 @@ the kit's renderer, which needs the ``train`` extra's Pillow), where the numeral
 from __future__ import annotations
 
 import functools
+import math
 import os
 import platform
 import statistics
@@ -216,7 +217,7 @@ def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: b
         med = statistics.median(times)
         rows.append({"threads": threads or os.cpu_count(), "dice": n, "kind": kind, "found": len(reading.dice),
                      "unsure": sum(d.status == "unreadable" for d in reading.dice), "all_unsure": all_unsure,
-                     "median_ms": round(med, 2), "p90_ms": round(times[int(0.9 * (len(times) - 1))], 2),
+                     "median_ms": round(med, 2), "p90_ms": round(times[math.ceil(0.9 * len(times)) - 1], 2),  # nearest rank
                      "fps": round(1000 / med, 1),
                      "page_faults_per_frame": faults})
         if spent:
