@@ -127,6 +127,21 @@ def test_folder_source_and_bad_specs(tmp_path):
         open_source("picamera")
 
 
+def test_folder_source_skips_an_image_too_large_to_decode(tmp_path, caplog):
+    """serve --source folder:DIR replays the folder once: a picture whose header claims more
+    pixels than OpenCV decodes (2^30) is skipped with one line naming it, like any unreadable
+    file; it ended the replay with a cv2.error, and every photo after it was lost."""
+    from tests.test_cli import huge_png
+
+    cv2.imwrite(str(tmp_path / "a.png"), tray([(50, 50)]))
+    huge_png(tmp_path / "b.png")
+    cv2.imwrite(str(tmp_path / "c.png"), tray([(80, 80)]))
+    with caplog.at_level("WARNING", logger="pi_table.capture.sources"):
+        frames = list(FolderSource(tmp_path))
+    assert [Path(f.name).name for f in frames] == ["a.png", "c.png"]
+    assert any("b.png" in r.getMessage() and "\n" not in r.getMessage() for r in caplog.records)
+
+
 def test_video_source_times_frames_by_the_file(tmp_path):
     path = tmp_path / "roll.avi"
     writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"MJPG"), 10.0, (320, 320))
@@ -437,4 +452,4 @@ def test_a_photo_claiming_more_pixels_than_opencv_decodes_is_skipped_not_the_end
     assert any("a_huge.png" in r.getMessage() for r in caplog.records)
     result = run_cli("read", str(tmp_path / "a_huge.png"), tmp_path=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-    assert result.stderr.strip().splitlines() == [f"pi-table: error: not an image: {tmp_path / 'a_huge.png'}"]
+    assert result.stderr.strip().splitlines() == [f"pi-table: error: image too large to decode (more than 2^30 pixels): {tmp_path / 'a_huge.png'}"]

@@ -78,6 +78,35 @@ def test_help_lists_every_command(capsys):
         assert command in out
 
 
+def huge_png(path, width: int = 60000, height: int = 60000):
+    """A small PNG file whose header claims ``width x height`` pixels (more than OpenCV decodes)."""
+    import struct
+    import zlib
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 7))
+                     + chunk(b"IEND", b""))
+    return path
+
+
+def test_read_an_image_too_large_to_decode_is_one_line_naming_it(tmp_path):
+    """A picture whose header claims more pixels than OpenCV decodes (2^30) is bad input: exit 2
+    and one line naming the file and why, after the other images are read; not a cv2.error
+    traceback (INTERFACES.md: unreadable image, exit 2, never a traceback)."""
+    import json
+
+    demo = sorted((REPO / "pi_table" / "demo").glob("*.jpg"))[0]
+    huge = huge_png(tmp_path / "huge.png")
+    result = run_cli("read", "--json", str(huge), str(demo), tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert str(huge) in result.stderr and "too large" in result.stderr
+    assert [json.loads(line)["image"] for line in result.stdout.splitlines()] == [str(demo)]
+
+
 def test_read_prints_each_image_as_it_goes_and_names_a_broken_one_at_the_end(tmp_path):
     """Images are decoded one at a time (a batch of phone photos never sits in memory at once): a
     file whose header is an image's and whose body is not costs only its own line; the rest are

@@ -165,8 +165,8 @@ def _read(args) -> int:
     for path in args.images:  # one image decoded at a time: a batch of big photos never sits in memory at once
         try:
             image = load_image(path)
-        except ValueError:  # an image whose header is fine and whose body is not (a cut-off file)
-            broken.append(path)
+        except ValueError as exc:  # an image whose header is fine and whose body is not (a cut-off file)
+            broken.append((path, str(exc)))
             continue
         reading = (reader.read_crop if args.crop else reader.read)(image, name=path, kinds=kinds)
         if args.json:
@@ -179,7 +179,7 @@ def _read(args) -> int:
                 print(f"  {die.kind:8} {face:>3}  {die.status:10} confidence {die.confidence:.3f}  box {box}")
     if broken:  # the others were read and printed; the exit status still says one was not
         more = f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""
-        raise ValueError(f"not an image: {broken[0]}{more}")
+        raise ValueError(f"{broken[0][1]}{more}")
     return 0
 
 

@@ -189,7 +189,9 @@ def load_image(path: str | Path) -> np.ndarray:
                 # a JPEG cut off before its end marker (a copy or upload stopped short): decoded as far as
                 # it goes, as a browser shows it, the rest grey
                 image = cv2.imdecode(np.concatenate([data, np.array([0xFF, 0xD9], np.uint8)]), flags)
-        except cv2.error as exc:  # a header claiming more than CV_IO_MAX_IMAGE_PIXELS (2**30) pixels
+        except cv2.error as exc:  # OpenCV refuses a header of more than CV_IO_MAX_IMAGE_PIXELS (2**30) pixels
+            if "CV_IO_MAX_IMAGE_PIXELS" in str(exc):
+                raise ValueError(f"image too large to decode (more than 2^30 pixels): {path}") from None
             raise ValueError(f"not an image: {path} (OpenCV will not decode it: {exc.err})") from None
     if image is not None and image.dtype == np.uint16:
         # 16-bit files often hold 10- or 12-bit camera data (a test rig's camera): scaled by their
