@@ -33,6 +33,7 @@ def run_cli(*args: str, tmp_path=None) -> subprocess.CompletedProcess:
         (("serve", "--source", "webcam:-1"), "webcam:-1"),  # OpenCV's "any camera": a segmentation fault where none is
         (("check", "--source", "webcam:-1"), "webcam:-1"),
         (("serve", "--source", "webcam:one"), "webcam:one"),
+        (('check', '--source', 'webcam:99999999999999999999'), 'webcam:99999999999999999999'),  # past a C int: a TypeError
         (("frobnicate",), "frobnicate"),
     ],
 )

@@ -336,7 +336,7 @@ def open_source(spec: str | None, interval_s: float = 6.0) -> Source:
             device = int(arg or "0")
         except ValueError:
             device = -1
-        if device < 0:  # OpenCV takes -1 for "any camera", and died of a segmentation fault where there is none
+        if not 0 <= device < 2**31:  # OpenCV takes -1 for "any camera" (a segmentation fault where there is none); past a C int, a TypeError
             raise ValueError(f"bad webcam number in source {spec!r} (expected webcam:N, N = 0, 1, 2, ...)")
         return OpenCVSource(device, spec=spec)
     if kind == "picamera" and not arg:
