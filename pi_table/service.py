@@ -380,6 +380,7 @@ class Service:
 
     def _reopen(self, spec: str):
         self._notice("camera", "camera lost: waiting for it to come back")
+        self._show("lost")  # the status LED: the GM at the table sees it too
         while not self.stop_event.wait(self.retry_s):
             try:
                 source = open_source(spec, interval_s=self.settings.interval_s)
@@ -387,6 +388,7 @@ class Service:
                 log.info("camera still lost: %s", exc)
                 continue
             self._notice("camera", None)
+            self._show("ready")
             log.info("camera back: %s", spec)
             return source
         return _Closed()
@@ -458,7 +460,7 @@ class Service:
             self.panel.show_tokens(tokens.tension, omens)
             if status is not None:
                 self.panel.show_status(status)
-            elif self.panel.status not in ("reroll", "reading"):  # a token change mid-read: still reading
+            elif self.panel.status not in ("reroll", "reading", "lost"):  # a token change mid-read: still reading
                 self.panel.show_status("ready")
 
     def _changed(self, status: str | None = None) -> None:

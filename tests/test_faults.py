@@ -67,8 +67,13 @@ def test_camera_lost_and_back(tmp_path, mock_pins, monkeypatch):
     monkeypatch.setattr("pi_table.service.open_source", fake_open)
     service = Service(Settings(state_dir=tmp_path, pin="1234", source="webcam:0"), reader=FakeReader(d6_reading(5)))
     service.retry_s = 0.01
+    shown = []  # the status LED's statuses: while the camera is lost it says so (it stayed "ready")
+    show_status = service.panel.show_status
+    monkeypatch.setattr(service.panel, "show_status", lambda status: (shown.append(status), show_status(status)))
     q = service.hub.subscribe()
     service.run(max_rolls=1)
+    assert "lost" in shown and shown[shown.index("lost") + 1] == "ready"
+    assert shown[-1] == "ready"  # the roll read after the camera came back
     events = [q.get_nowait() for _ in range(q.qsize())]
     notices = [n for e in events if e.name == "state" for n in e.data["notices"]]
     assert any("camera lost" in n for n in notices)

@@ -181,8 +181,9 @@ class Panel:
         self._show_bar("omens", self.omen_bar, omens)
 
     def show_status(self, status: str) -> None:
-        """``ready`` steady on, ``reading`` slow blink, ``reroll`` fast blink, ``off``. ValueError otherwise."""
-        if status not in ("ready", "reading", "reroll", "off"):
+        """``ready`` steady on, ``reading`` slow blink, ``reroll`` fast blink, ``lost`` (the camera
+        is gone; the kit waits for it) a short flash every 2 s, ``off``. ValueError otherwise."""
+        if status not in ("ready", "reading", "reroll", "lost", "off"):
             raise ValueError(f"unknown status {status!r}")
         self.status = status
         led = self.status_led
@@ -192,6 +193,8 @@ class Panel:
             led.on()
         elif status == "off":
             led.off()
+        elif status == "lost":
+            led.blink(on_time=0.1, off_time=1.9, background=True)
         else:
             period = 0.5 if status == "reading" else 0.1
             led.blink(on_time=period, off_time=period, background=True)
