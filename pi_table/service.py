@@ -35,7 +35,9 @@ log = logging.getLogger("pi_table")
 
 def default_state_dir() -> Path:
     """``$XDG_STATE_HOME/pi-table``, default ``~/.local/state/pi-table`` (INTERFACES.md)."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    base = os.environ.get("XDG_STATE_HOME", "")
+    if not os.path.isabs(base):  # unset, empty or relative: the XDG spec says to ignore it
+        base = str(Path.home() / ".local" / "state")
     return Path(base) / "pi-table"
 
 
@@ -81,9 +83,11 @@ class Settings:
         """Read a TOML config (keys as the attributes, ``[pins]`` and ``[params]`` tables).
 
         Raises:
-            FileNotFoundError: no such file. ValueError: not TOML, or an unknown key.
+            FileNotFoundError: no such file. ValueError: a folder, not TOML, or an unknown key.
         """
         path = Path(path)
+        if path.is_dir():
+            raise ValueError(f"config file {path} is a folder (name the .toml file in it)")
         if not path.is_file():
             raise FileNotFoundError(f"no such config file: {path}")
         try:

@@ -317,3 +317,30 @@ def test_a_bad_gm_pin_is_refused_before_the_state_directory_is_touched(tmp_path,
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "GM PIN must be 4..64 printable characters, got 2 characters" in err[0], err
     assert not (tmp_path / "state").exists()
+
+
+def test_a_relative_xdg_state_home_is_ignored_as_the_xdg_spec_says(monkeypatch, tmp_path):
+    """$XDG_STATE_HOME set to a relative path (or empty) is ignored: the state goes under
+    ~/.local/state, not into whatever folder serve was started from."""
+    from pi_table.service import default_state_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for value in ("state", "", "./x"):
+        monkeypatch.setenv("XDG_STATE_HOME", value)
+        assert default_state_dir() == tmp_path / ".local" / "state" / "pi-table"
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "abs"))
+    assert default_state_dir() == tmp_path / "abs" / "pi-table"
+
+
+def test_a_folder_given_as_the_config_file_says_it_is_a_folder(tmp_path, monkeypatch, capsys, mock_pins):
+    """--config naming a folder: one line saying it is a folder (it said 'no such config file'), exit 2."""
+    from pi_table.cli import main
+
+    (tmp_path / "conf").mkdir()
+    try:
+        status = main(["serve", "--config", str(tmp_path / "conf"), "--state-dir", str(tmp_path / "state")])
+    except SystemExit as exc:
+        status = exc.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and "is a folder" in err[0] and str(tmp_path / "conf") in err[0], err
+    assert not (tmp_path / "state").exists()
