@@ -2359,6 +2359,41 @@ def test_yolo_labels_are_checked_and_sized_as_the_reader_turns_the_photo(tmp_pat
         load_yolo(folder)
 
 
+def test_yolo_labels_of_d8_and_d10_photos_are_their_faces_with_kinds_or_a_kind_in_the_folder_name(tmp_path):
+    """A YOLO folder without classes.txt (../shared/data/real/README.md: CLASS = face value - 1) of
+    d8 or d10 photos is read as that kind's faces under `eval --kinds d8` or in a folder named like
+    `someone-d10-tray`: class 7 is a d8's 8, class 9 a d10's "0" (value 10), a tens die's class 3
+    "30". Before, every such folder was taken for d6: class 6 or 7 was refused, class 3 was a d6 4."""
+    from pi_table.vision.dataset import kind_of_folder
+
+    def folder_with(name: str, lines: str) -> Path:
+        folder = tmp_path / name
+        (folder / "images").mkdir(parents=True)
+        (folder / "labels").mkdir()
+        cv2.imwrite(str(folder / "images" / "a.png"), np.zeros((40, 60, 3), np.uint8))
+        (folder / "labels" / "a.txt").write_text(lines)
+        return folder
+
+    plain = folder_with("photos", "7 0.5 0.5 0.2 0.2\n3 0.2 0.2 0.1 0.1\n")
+    assert [(d.kind, d.face) for d in load_yolo(plain, default_kind="d8")[0].dice] == [("d8", "8"), ("d8", "4")]
+    assert [(d.kind, d.face) for d in load_yolo(plain, default_kind="d10")[0].dice] == [("d10", "8"), ("d10", "4")]
+    assert [(d.kind, d.face) for d in load_yolo(plain, default_kind="d10-tens")[0].dice] == [("d10-tens", "70"),
+                                                                                            ("d10-tens", "30")]
+    with pytest.raises(ValueError, match="class 7 .* not one of the d6 faces 0..5"):
+        load_yolo(plain)  # no kind given: d6, as the shared photos
+    tray = folder_with("someone-d10-tray", "9 0.5 0.5 0.2 0.2\n")
+    assert [(d.kind, d.face) for d in load_yolo(tray)[0].dice] == [("d10", "0")]
+    with pytest.raises(ValueError, match="class 9 .* not one of the d8 faces 0..7"):
+        load_yolo(tray, default_kind="d8")  # --kinds comes before the folder's name
+    assert (kind_of_folder(Path("nellbyler-d6-tray")), kind_of_folder(Path("matteop65-d6-desk/Valid")),
+            kind_of_folder(Path("x/d10-tens")), kind_of_folder(Path("d6-and-d8")), kind_of_folder(Path("d12s")),
+            kind_of_folder(Path("photos"))) == ("d6", "d6", "d10-tens", None, None, None)
+    r = subprocess.run([sys.executable, "-m", "pi_table", "eval", str(plain), "--kinds", "d8", "--json"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["folders"]["photos"]["dice"] == 2
+
+
 def test_sixteen_bit_images_are_scaled_by_their_brightest_value(tmp_path):
     """A 12-bit camera's data in a 16-bit PNG reads as the 8-bit photo does (it came out 16 times too dark)."""
     photo = load_image(sorted(DEMO.glob("*.jpg"))[0])

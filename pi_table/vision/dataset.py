@@ -111,16 +111,43 @@ def _class_label(name: str, where: Path) -> tuple[str, str]:
     return label
 
 
+#: Each kind's faces in YOLO class order for a folder without a ``classes.txt``: CLASS = face value - 1
+#: (``../shared/data/real/README.md``), the value by the kit's default convention (INTERFACES.md), so a
+#: d10's "0" (value 10) is class 9; a percentile tens die, whose values are 0, 10, ... 90, is CLASS = value / 10.
+YOLO_FACES = {
+    "d6": [str(v) for v in range(1, 7)],
+    "d8": [str(v) for v in range(1, 9)],
+    "d10": [str(v) for v in range(1, 10)] + ["0"],
+    "d10-tens": [f"{v}0" for v in range(10)],
+}
+
+_KIND_IN_NAME = re.compile(r"(?<![a-z0-9])d(6|8|10)(-tens)?(?![0-9])")
+
+
+def kind_of_folder(folder: Path) -> str | None:
+    """The one die kind a data folder's name gives (``nellbyler-d6-tray`` d6, ``my-d10-tray`` d10,
+    ``d10-tens`` d10-tens; the folder or, for ``Train``/``Valid``, its parent); None if none or several."""
+    folder = Path(folder)
+    names = [folder.name] + ([folder.parent.name] if folder.name.lower() in ("train", "valid", "val", "validation",
+                                                                           "test") else [])
+    kinds = {f"d{m.group(1)}{m.group(2) or ''}" for name in names for m in _KIND_IN_NAME.finditer(name.lower())}
+    return kinds.pop() if len(kinds) == 1 and next(iter(kinds)) in YOLO_FACES else None
+
+
 def label_file(image_path: Path) -> Path:
     """The YOLO label file of ``image_path``: ``DIR/images/NAME.jpg`` -> ``DIR/labels/NAME.txt``."""
     return image_path.parent.parent / "labels" / (image_path.stem + ".txt")
 
 
-def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]:
+def load_yolo(root: Path, folder_name: str | None = None, default_kind: str | None = None) -> list[LabelledImage]:
     """All labelled images at or under ``root``, sorted by path.
 
     ``folder`` of each image is the data folder's name relative to ``root``'s parent
     (e.g. ``matteop65-d6-desk/Valid``), or ``folder_name`` when given.
+
+    A folder's ``classes.txt`` names its classes (the renders': ``d8:3``). Without one, CLASS is
+    face value - 1 (:data:`YOLO_FACES`) of one kind of die: ``default_kind`` (``eval --kinds d8``),
+    else the kind its name gives (:func:`kind_of_folder`: ``someone-d10-tray``), else d6.
 
     Raises:
         FileNotFoundError / ValueError: see :func:`yolo_folders`; ValueError for a malformed
@@ -130,7 +157,11 @@ def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]
     out: list[LabelledImage] = []
     for folder in yolo_folders(root):
         classes = read_classes(folder)
-        labels = [_class_label(c, folder) for c in classes] if classes is not None else None
+        if classes is not None:
+            labels = [_class_label(c, folder) for c in classes]
+        else:
+            kind = default_kind or kind_of_folder(folder) or "d6"
+            labels = [(kind, face) for face in YOLO_FACES[kind]]
         name = folder_name or folder_label(folder)
         for image_path in sorted((folder / "images").iterdir()):
             if image_path.suffix.lower() not in IMAGE_SUFFIXES:
@@ -152,14 +183,15 @@ def load_yolo(root: Path, folder_name: str | None = None) -> list[LabelledImage]
                 except (ValueError, IndexError):
                     raise ValueError(f"malformed label line {n} in {label_path}: {line!r} "
                                      "(expected CLASS CX CY W H)") from None
-                count = len(labels) if labels is not None else 6
+                count = len(labels)
                 if not 0 <= cls < count:
                     raise ValueError(f"class {cls} on label line {n} in {label_path} is not one of the "
-                                     + (f"{count} in classes.txt" if labels is not None else
-                                        "d6 faces 0..5 (face - 1; a classes.txt names other dice)"))
-                kind, face = labels[cls] if labels is not None else ("d6", str(cls + 1))
+                                     + (f"{count} in classes.txt" if classes is not None else
+                                        f"{kind} faces 0..{count - 1} (face value - 1; --kinds or a folder "
+                                        "name such as my-d8-tray gives another kind, a classes.txt names several)"))
+                kind_face = labels[cls]
                 box = ((cx - w / 2) * width, (cy - h / 2) * height, (cx + w / 2) * width, (cy + h / 2) * height)
-                dice.append(LabelledDie(kind, face, box))
+                dice.append(LabelledDie(*kind_face, box))
             meta = _meta_dice(folder / "meta" / (image_path.stem + ".json"))  # a render's: read once
             flags = _per_die(meta, len(dice), _cocked)
             if flags is not None:

@@ -411,7 +411,8 @@ def split_names(models: Path, part: str) -> dict[str, set[str]] | None:
 
 
 def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limit: int | None = None,
-                    die_boxes: bool = True, calib: bool = False, fixes=None) -> tuple[list[LabelledImage], int]:
+                    die_boxes: bool = True, calib: bool = False, fixes=None,
+                    kinds=None) -> tuple[list[LabelledImage], int]:
     """The labelled images under ``root`` to score; ``held_out`` keeps only the reader's valid split,
     ``calib`` only its calib split (photos: ``splits.json``'s calib names; renders: the one in 20
     training keeps out, :func:`pi_table.vision.dataset.is_calib_render`, which is the calib split
@@ -419,7 +420,8 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
     With ``die_boxes`` the boxes of folders that label pips (matteop65's) are grown to the whole
     die first (:func:`pi_table.vision.dataset.with_die_boxes`), as the reader boxes dice. ``fixes``
     (:func:`pi_table.vision.dataset.load_label_fixes`) are then applied to the labels
-    (``eval --fixed-labels``).
+    (``eval --fixed-labels``). With one kind in ``kinds`` (``eval --kinds d8``), the YOLO classes of
+    a folder without ``classes.txt`` are that kind's faces (:func:`pi_table.vision.dataset.load_yolo`).
 
     Returns:
         (the images, how many of ``fixes`` applied to them).
@@ -428,7 +430,7 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
         FileNotFoundError / ValueError: no such folder, no labelled images (names the path); a fix
         whose label line changed (:func:`pi_table.vision.dataset.with_label_fixes`).
     """
-    images = load_yolo(root)
+    images = load_yolo(root, default_kind=kinds[0] if kinds and len(kinds) == 1 else None)
     if held_out:
         names = held_out_names(reader.models)
         if names is None:
@@ -472,7 +474,7 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
         raise ValueError(f"--border must be 1..4, got {border}")
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
-    images, applied = labelled_images(reader, root, held_out, limit, die_boxes, calib, fixes)
+    images, applied = labelled_images(reader, root, held_out, limit, die_boxes, calib, fixes, kinds)
     for labelled in images:
         s = score_image(reader, labelled, kinds, misses, border)
         per_folder[labelled.folder].add(s)
@@ -529,7 +531,7 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
         return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, misses=misses, miss_as=miss_as,
                            material=die.material)
 
-    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
+    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes, kinds)
 
 
 def _miss_pictures(misses: list | None, misses_dir: Path | None, sub: str):
@@ -551,13 +553,13 @@ def _miss_pictures(misses: list | None, misses_dir: Path | None, sub: str):
 
 
 def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None, die_boxes: bool, score,
-              fixes=None) -> dict:
+              fixes=None, kinds=None) -> dict:
     """``score(image, name, die, folder) -> Score`` for every labelled die under ``root`` (images and
     ``fixes`` as :func:`labelled_images` takes them; ``folder`` the die's data folder), summed per data
     folder and in all, as :func:`evaluate` returns them."""
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
-    images, applied = labelled_images(reader, root, held_out, limit, die_boxes, fixes=fixes)
+    images, applied = labelled_images(reader, root, held_out, limit, die_boxes, fixes=fixes, kinds=kinds)
     for labelled in images:
         image = load_image(labelled.path)
         for die in labelled.dice:
@@ -637,7 +639,7 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
             _keep_picture(path, picture, found, misses)
         return _one_die(die.kind, counts)
 
-    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes)
+    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes, kinds)
 
 
 def _one_die_counts(ms: float, material: str | None) -> Score:
