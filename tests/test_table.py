@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import replace
 import stat
 
@@ -89,7 +90,7 @@ def test_a_corrected_face_is_stored_as_printed_on_the_die(tmp_path):
     the die's printed face once stored, and a tens die's "0" is its "00"."""
     table = Table(tmp_path / "t.db", "charge")
     roll = table.record(d6_reading(6, 4, 2))
-    for typed in (" 5", "+5", "05", "5 "):
+    for typed in (" 5", "05", "5 "):  # a sign ("+5") is refused: test_a_corrected_face_is_stored_as_printed_and_odd_spellings_are_refused
         fixed = table.correct_die(roll.id, 1, typed)
         assert (fixed.reading.dice[1].face, fixed.reading.dice[1].value) == ("5", 5), typed
         assert table.roll(roll.id).reading.dice[1].face == "5"
@@ -155,3 +156,23 @@ def test_a_counted_pool_diminishes_roll_by_roll(tmp_path):
     table.correct_die(unread.id, 0, "7")
     assert table.roll(unread.id).result["depleted"] and table.params["pool"] is None  # empty: the GM sets the next
     assert table.undo() and table.params["pool"] == 1
+
+
+def test_a_corrected_face_is_stored_as_printed_and_odd_spellings_are_refused(tmp_path):
+    """The GM's face goes through int(), which takes " 6", "+6", "6_0" (60) and other scripts'
+    digits ("٦", "６"): these were stored verbatim as the die's face ("٦" served as a d6 face).
+    Now outer spaces and leading zeros are dropped, a d10-tens face has two digits, and anything
+    but ASCII digits is refused, naming the face, with nothing changed."""
+    table = Table(tmp_path / "t.db", "charge")
+    roll = table.record(d6_reading(6, 6, 3))
+    for bad in ("٦", "６", "+6", "6_0", "-1", "", "6.0"):
+        with pytest.raises(ValueError, match=re.escape(f"face {bad!r}")):
+            table.correct_die(roll.id, 0, bad)
+    assert table.roll(roll.id).reading == roll.reading and table.last_change() is None
+    fixed = table.correct_die(roll.id, 0, " 02 ")
+    assert (fixed.reading.dice[0].face, fixed.reading.dice[0].value) == ("2", 2)
+    tens = Table(tmp_path / "p.db", "contingency-skill", {"target": 5})
+    pair = tens.record(Reading("t.jpg", 640, 640, 1.0, (Die("d10-tens", "70", 70, (0.0, 0.0, 8.0, 8.0), 0.99, "ok"),
+                                                        Die("d10", "3", 3, (20.0, 0.0, 28.0, 8.0), 0.99, "ok"))))
+    assert tens.correct_die(pair.id, 0, "0").reading.dice[0].face == "00"
+    assert tens.correct_die(pair.id, 0, "100").reading.dice[0].face == "100"

@@ -26,7 +26,7 @@ from typing import Any
 
 from pi_table import rules
 from pi_table.table.odds import odds_future, roll_odds
-from pi_table.vision.dice import Die, Reading, face_value, printed_face
+from pi_table.vision.dice import Die, Reading, parse_face
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -513,17 +513,19 @@ class Table:
 
     def correct_die(self, roll_id: int, index: int, face: str) -> Roll:
         """The GM enters a die's face by hand; the roll is resolved again and tokens adjusted.
+        The face is stored as the reader writes faces (:func:`pi_table.vision.dice.parse_face`:
+        " 06" -> "6").
 
         Raises:
-            KeyError: no such roll. ValueError: index out of range or a face not on that die.
+            KeyError: no such roll. ValueError: index out of range, or a face that is not plain
+                digits or not on that die; nothing changes then.
         """
         with self._lock:
             roll = self.roll(roll_id)
             if not 0 <= index < len(roll.reading.dice):
                 raise ValueError(f"die index {index} out of range (roll {roll_id} has {len(roll.reading.dice)} dice)")
             old = roll.reading.dice[index]
-            face = printed_face(old.kind, str(face))  # " 5", "05" -> "5"; a tens die's "0" -> "00"
-            value = face_value(old.kind, face)
+            face, value = parse_face(old.kind, str(face))
             dice = list(roll.reading.dice)
             dice[index] = replace(old, face=face, value=value, confidence=1.0, status="ok")
             reading = replace(roll.reading, dice=tuple(dice))

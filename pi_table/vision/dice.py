@@ -54,16 +54,25 @@ def face_value(kind: str, face: str) -> int:
     return number
 
 
-def printed_face(kind: str, face: str) -> str:
-    """A face as typed by hand (" 5", "+5", "05", a tens die's "0") written as it is printed on
-    the die and as ``read`` reports it: "5", a tens die's "00" / "70" (INTERFACES.md ``read --json``).
+def parse_face(kind: str, face: str) -> tuple[str, int]:
+    """A face typed by hand (the GM page's correction), written as the reader writes faces.
+
+    Outer spaces and leading zeros are dropped ("06" -> "6"); a d10-tens face is written with
+    two digits ("0" -> "00", RULES.md "Dice faces as read by the camera": printed 00..90).
+
+    Returns:
+        ``(face, value)``: the face as printed, and its value by :func:`face_value`.
 
     Raises:
-        ValueError: as :func:`face_value`: unknown kind, or a face not printed on that kind of die.
+        ValueError: ``face`` is not plain ASCII digits (a sign, ``_``, other scripts' digits,
+            which ``int`` would take) or not on that kind of die; the message names it.
     """
-    face_value(kind, face)
-    number = int(face)
-    return f"{number:02d}" if kind == "d10-tens" else str(number)
+    text = face.strip() if isinstance(face, str) else face
+    if not isinstance(text, str) or not text.isascii() or not text.isdigit():
+        raise ValueError(f"face {face!r} is not a number (digits 0-9)")
+    value = face_value(kind, text)
+    number = int(text)
+    return (f"{number:02d}" if kind == "d10-tens" else str(number)), value
 
 
 @dataclass(frozen=True)
