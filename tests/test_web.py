@@ -176,3 +176,19 @@ def test_the_bearer_scheme_is_read_whatever_its_case(client):
         assert resp.status_code == 200, scheme
     assert client.get("/api/state").get_json()["tokens"]["tension"] == 3
     assert client.post("/api/scene", headers={"Authorization": "bearer 0000"}).status_code == 401
+
+
+def test_unknown_fields_in_a_gm_change_are_refused_and_change_nothing(client, service):
+    """A misspelt key was ignored: {"system": "contract", "parms": {...}} set The Contract with
+    its default difficulty, {"delta": 1, "extra": 2} gave a token. Now 400 naming the key."""
+    service.handle(settled())
+    before = (client.get("/api/state").get_json(), client.get("/api/rolls").get_json())
+    for method, path, data in (("PUT", "/api/system", {"system": "contract", "parms": {"difficulty": 9}}),
+                               ("POST", "/api/tokens/tension", {"delta": 1, "extra": 2}),
+                               ("PUT", "/api/rolls/1/dice/0", {"face": "5", "index": 1}),
+                               ("PUT", "/api/roller", {"player": None, "name": "Ada"})):
+        resp = client.open(path, method=method, json=data, headers=AUTH)
+        assert resp.status_code == 400, (path, resp.get_json())
+        assert resp.get_json()["error"].startswith("unknown field '" + sorted(set(data) - {"system", "delta", "face", "player"})[0])
+    assert (client.get("/api/state").get_json(), client.get("/api/rolls").get_json()) == before
+    assert client.post("/api/undo", headers=AUTH).get_json()["undone"] is False

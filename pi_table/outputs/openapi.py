@@ -80,20 +80,20 @@ SPEC: dict = {
                           "404": _NOT_FOUND}}},
         "/api/rolls/{roll_id}/dice/{index}": {"put": _gm(
             "correct a misread die; the roll is resolved again", _json("Roll"),
-            {"type": "object", "required": ["face"], "properties": {
+            {"type": "object", "required": ["face"], "additionalProperties": False, "properties": {
                 "face": {"oneOf": [{"type": "string"}, {"type": "integer"}],
                          "description": "the printed face, e.g. \"5\", \"0\", \"70\""}}},
             [_path_id("roll_id", "the roll's id"), _path_id("index", "the die's index in the roll, from 0")],
             not_found=True)},
         "/api/system": {"put": _gm(
             "the system and parameters for the next rolls", _json("State"),
-            {"type": "object", "required": ["system"], "properties": {
+            {"type": "object", "required": ["system"], "additionalProperties": False, "properties": {
                 "system": {"type": "string", "enum": list(SYSTEMS)},
                 "params": {"type": "object", "description": "the system's parameters; keys per system: "
                            + "; ".join(f"{s}: {', '.join(sorted(p)) or '(none)'}" for s, p in DEFAULT_PARAMS.items())}}})},
         "/api/tokens/tension": {"post": _gm(
             "spend (negative) or give (positive) tension tokens; never below 0", _json("State"),
-            {"type": "object", "required": ["delta"], "properties": {
+            {"type": "object", "required": ["delta"], "additionalProperties": False, "properties": {
                 "delta": {"type": "integer", "minimum": -100, "maximum": 100}}})},
         "/api/scene": {"post": _gm("new scene: GM omens reset to 0", _json("State"))},
         "/api/undo": {"post": _gm("undo the last GM change", {"description": "ok", "content": {"application/json": {
@@ -121,7 +121,7 @@ SPEC: dict = {
         },
         "/api/roller": {"put": _gm(
             "whose roll the next one is (null: no one)", _json("State"),
-            {"type": "object", "required": ["player"], "properties": {
+            {"type": "object", "required": ["player"], "additionalProperties": False, "properties": {
                 "player": {"type": "integer", "nullable": True}}})},
         "/api/openapi.json": {"get": {"summary": "this description", "responses": {"200": {"description": "OpenAPI 3"}}}},
     },

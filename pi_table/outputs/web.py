@@ -101,10 +101,16 @@ def create_app(service) -> Flask:
                 if request.headers.get("X-CSRF-Token") != session.get("csrf"):
                     return error(403, "missing or wrong X-CSRF-Token")
 
-    def body() -> dict:
+    def body(*fields: str) -> dict:
+        """The request's JSON object; ValueError for anything else, or (when ``fields`` are
+        named) for a key that is not one of them (a misspelt ``"parms"`` was ignored: the
+        change went through without it)."""
         data = request.get_json(silent=True)
         if not isinstance(data, dict):
             raise ValueError("request body must be a JSON object")
+        unknown = sorted(set(data) - set(fields))
+        if fields and unknown:
+            raise ValueError(f"unknown field {unknown[0]!r} (expected {', '.join(fields)})")
         return data
 
     @app.errorhandler(ValueError)
@@ -228,7 +234,7 @@ def create_app(service) -> Flask:
 
     @app.put("/api/system")
     def put_system():
-        data = body()
+        data = body("system", "params")
         system = data.get("system")
         if not isinstance(system, str):
             raise ValueError(f"system must be a string, got {system!r}")
@@ -239,7 +245,7 @@ def create_app(service) -> Flask:
 
     @app.post("/api/tokens/tension")
     def tension():
-        delta = body().get("delta")
+        delta = body("delta").get("delta")
         if isinstance(delta, bool) or not isinstance(delta, int):
             raise ValueError(f"delta must be an integer, got {delta!r}")
         return jsonify(service.add_tension(delta).to_json())
@@ -250,7 +256,7 @@ def create_app(service) -> Flask:
 
     @app.put("/api/rolls/<int:roll_id>/dice/<int:index>")
     def correct(roll_id: int, index: int):
-        face = body().get("face")
+        face = body("face").get("face")
         if not isinstance(face, (str, int)) or isinstance(face, bool):
             raise ValueError(f"face must be a string like \"5\", got {face!r}")
         return jsonify(service.correct_die(roll_id, index, str(face)).to_json())
@@ -284,7 +290,7 @@ def create_app(service) -> Flask:
 
     @app.put("/api/roller")
     def put_roller():
-        data = body()
+        data = body("player")
         if "player" not in data:
             raise ValueError("body must name the roller: {\"player\": id or null}")
         return jsonify(service.set_roller(data["player"]).to_json())
