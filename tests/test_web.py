@@ -192,3 +192,12 @@ def test_unknown_fields_in_a_gm_change_are_refused_and_change_nothing(client, se
         assert resp.get_json()["error"].startswith("unknown field '" + sorted(set(data) - {"system", "delta", "face", "player"})[0])
     assert (client.get("/api/state").get_json(), client.get("/api/rolls").get_json()) == before
     assert client.post("/api/undo", headers=AUTH).get_json()["undone"] is False
+
+
+def test_a_login_body_that_is_no_object_is_400_json_not_a_500(client):
+    """POST /gm/login with JSON that is a list, a string or a number was a 500 HTML page
+    (``data.get`` on a list); now a 400 JSON error naming it, and no wrong PIN is counted."""
+    for data in ([1], "2468", 2468, True):
+        resp = client.post("/gm/login", json=data)
+        assert resp.status_code == 400 and repr(data) in resp.get_json()["error"], data
+    assert client.post("/gm/login", json={"pin": PIN}).status_code == 200  # not locked out

@@ -164,6 +164,8 @@ def create_app(service) -> Flask:
         if lockout.locked(client):
             return error(429, "too many wrong PINs: wait a minute")
         data = request.get_json(silent=True) or request.form
+        if not hasattr(data, "get"):  # JSON that is no object: [1], "1234", 1234
+            return error(400, f"login body must be a JSON object like {{\"pin\": \"1234\"}} or a form, got {data!r}")
         pin = str(data.get("pin", ""))
         if not service.check_pin(pin):
             lockout.fail(client, pin)
