@@ -12,6 +12,7 @@ import hmac
 import logging
 import os
 import secrets
+import sqlite3
 import threading
 import time
 import tomllib
@@ -618,7 +619,14 @@ def _serve(args) -> int:
     source = open_source(settings.source, interval_s=settings.interval_s)  # fail fast on a bad spec
     settings.source = source.spec
     source.close()
-    service = Service(settings)
+    try:
+        service = Service(settings)
+    except (OSError, sqlite3.Error) as exc:  # a read-only or full state folder, a database that is not the table's
+        from pi_table.cli import UsageError
+
+        if isinstance(exc, OSError) and exc.filename:
+            raise UsageError(f"cannot start: {exc.filename}: {exc.strerror}") from None
+        raise UsageError(str(exc) if isinstance(exc, sqlite3.Error) else f"cannot start: {exc}") from None
     table = service.table
     if args.system is not None and (table.system, table.params) != (settings.system, settings.params):
         # typed now, so meant now: set as from the GM page (undoable there); a config's system is a new table's

@@ -152,3 +152,57 @@ def test_a_bad_video_or_folder_spec_is_one_line_naming_it(spec, needle, tmp_path
         assert result.returncode == 2, result.stderr
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and needle.format(tmp=tmp_path) in lines[0], lines
+
+
+def _not_sqlite(state):
+    (state / "table.db").write_text("my notes, not a database\n")
+
+
+def _another_programs_database(state):
+    import sqlite3
+
+    db = sqlite3.connect(state / "table.db")
+    db.execute("CREATE TABLE settings (a, b, c)")  # a name pi-table uses, another program's columns
+    db.execute("CREATE TABLE notes (text)")
+    db.commit()
+    db.close()
+
+
+def _corrupt_page(state):
+    from pi_table.table import Table
+    from tests.conftest import d6_reading
+
+    table = Table(state / "table.db", "charge")
+    for i in range(40):
+        table.record(d6_reading(1, 2, 3, 4, 5, 6, name=f"roll{i}.jpg"))
+    table._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    table.close()
+    with open(state / "table.db", "r+b") as f:  # one b-tree page overwritten: a bad block, a torn write
+        f.seek(4096 * 3)
+        f.write(b"\xa5" * 4096)
+
+
+def _rolls_folder_is_a_file(state):
+    (state / "rolls").write_text("not a folder")
+
+
+@pytest.mark.parametrize("spoil, needle", [(_not_sqlite, "table.db: file is not a database (not an SQLite file)"),
+                                           (_another_programs_database, "table.db is another program's SQLite database"),
+                                           (_corrupt_page, "table.db is corrupt"),
+                                           (_rolls_folder_is_a_file, "rolls: File exists")])
+def test_serve_on_a_state_folder_it_cannot_use_is_one_line_and_exit_2_and_leaves_the_files(spoil, needle, tmp_path):
+    """A table.db that is not SQLite, another program's database or corrupt, or a state folder
+    it cannot write: one line naming the file, exit 2, and the file as it was. A non-SQLite or
+    corrupt file was a traceback (exit 1); another program's database had pi-table's tables
+    added to it and switched to WAL, and served; a corrupt one served 500s and took new rolls."""
+    state = tmp_path / "pi-table"
+    state.mkdir()
+    spoil(state)
+    before = {p.name: p.read_bytes() for p in state.iterdir() if p.is_file()}
+    from tests.test_service import free_port
+
+    result = run_cli("serve", "--host", "127.0.0.1", "--port", str(free_port()), "--source", "demo", tmp_path=tmp_path)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pi-table: error: ") and needle in lines[0], lines
+    assert {p.name: p.read_bytes() for p in state.iterdir() if p.is_file()} == before

@@ -268,6 +268,11 @@ def resolve_reading(system: str, params: dict, reading: Reading) -> tuple[str, d
     return resolution.outcome, resolution.to_json(), tuple(resolution.why), resolution.effects
 
 
+class TableFileError(sqlite3.DatabaseError):
+    """The table's database file cannot be used: not SQLite, another program's database,
+    corrupt, or read-only. The message names the file, which is left as it was."""
+
+
 class Table:
     """The table's state, backed by an SQLite file (created with owner-only permissions).
 
@@ -282,7 +287,9 @@ class Table:
 
     Raises:
         ValueError: unknown system or bad parameters.
-        sqlite3.Error: the file is not a database.
+        TableFileError: the file is not SQLite, is another program's database, is corrupt,
+            or cannot be opened for writing (read-only); it is left as it was.
+        OSError: the folder or the new file cannot be made.
     """
 
     def __init__(self, path: str | Path, system: str = "charge", params: dict | None = None, timeout_s: float = 5.0):
@@ -296,12 +303,41 @@ class Table:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=timeout_s)
         self._pending: list[Roll] = []
         self.last_error: str | None = None
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.executescript(SCHEMA)
-        if self._get("system") is None:
-            self._write_settings(system, rules.validate_params(system, params or {}), Tokens())
-        self._system_cache = (self.system, self.params)
+        try:
+            self._check_file()
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(SCHEMA)
+            if self._get("system") is None:
+                self._write_settings(system, rules.validate_params(system, params or {}), Tokens())
+            self._system_cache = (self.system, self.params)
+        except sqlite3.Error as exc:
+            self._db.close()
+            if isinstance(exc, TableFileError):
+                raise
+            hint = {"file is not a database": "not an SQLite file",
+                    "unable to open database file": "is it or its folder read-only?",
+                    "attempt to write a readonly database": "is it or its folder read-only?",
+                    "database disk image is malformed": "corrupt: move it away; sqlite3's .recover may save its rolls",
+                    }.get(str(exc))
+            raise TableFileError(f"cannot use the table's database {self.path}: {exc}"
+                                 + (f" ({hint}); it is left as it is" if hint else "")) from None
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _check_file(self) -> None:
+        """Refuse, before anything is written, an SQLite file that holds another program's
+        tables or fails SQLite's quick check (TableFileError naming the file)."""
+        tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables.discard("sqlite_sequence")
+        if tables and not {"settings", "rolls"} <= tables:
+            raise TableFileError(f"{self.path} is another program's SQLite database (tables: {', '.join(sorted(tables))}), "
+                                 "not a pi-table table; it is left as it is: move it away or pick another --state-dir")
+        problem = " ".join(self._db.execute("PRAGMA quick_check(1)").fetchone()[0].split())  # may be several lines
+        if problem != "ok":
+            raise TableFileError(f"the table's database {self.path} is corrupt ({problem}); it is left as it is: "
+                                 "move it away (sqlite3's .recover may save its rolls) and serve starts a new one")
 
     # -- settings -------------------------------------------------------------------------
     def _get(self, key: str) -> Any:
