@@ -201,3 +201,26 @@ def test_a_login_body_that_is_no_object_is_400_json_not_a_500(client):
         resp = client.post("/gm/login", json=data)
         assert resp.status_code == 400 and repr(data) in resp.get_json()["error"], data
     assert client.post("/gm/login", json={"pin": PIN}).status_code == 200  # not locked out
+
+
+def test_a_gm_change_on_a_locked_database_is_503_json_and_changes_nothing(client, service):
+    """Another program holding the database (a backup, sqlite3 in a shell) or a full disk made a
+    GM change a 500 HTML-ish page with a traceback in the log; now 503 JSON naming SQLite's reason,
+    with Retry-After, nothing changed, and the same change goes through once the lock is gone."""
+    import sqlite3
+
+    service.table._db.execute("PRAGMA busy_timeout = 50")
+    blocker = sqlite3.connect(service.table.path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        resp = client.post("/api/tokens/tension", json={"delta": 2}, headers=AUTH)
+        assert resp.status_code == 503 and resp.headers["Retry-After"]
+        assert "database is locked" in resp.get_json()["error"]
+        assert client.put("/api/system", json={"system": "contract"}, headers=AUTH).status_code == 503
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    state = client.get("/api/state").get_json()
+    assert state["tokens"]["tension"] == 0 and state["system"] == "charge"
+    assert client.post("/api/undo", headers=AUTH).get_json()["undone"] is False
+    assert client.post("/api/tokens/tension", json={"delta": 2}, headers=AUTH).get_json()["tokens"]["tension"] == 2

@@ -15,6 +15,9 @@ _UNAUTHORIZED = {"description": "no or wrong GM PIN; nothing changed",
                  "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _LOCKED = {"description": "5 different wrong PINs from this client within 60 s: wait a minute",
            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+_UNAVAILABLE = {"description": "the table's database is locked by another program, full or unreadable: one line "
+                                "naming SQLite's reason; Retry-After says when to try again",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 _NOT_FOUND = {"description": "no such roll, die or player",
               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
@@ -26,7 +29,7 @@ def _json(ref: str, description: str = "ok") -> dict:
 def _gm(summary: str, ok: dict, body: dict | None = None, params: list | None = None, not_found: bool = False) -> dict:
     """A GM change: needs the PIN (bearer) or the /gm session cookie plus X-CSRF-Token."""
     op: dict = {"summary": summary, "security": [{"pin": []}, {"session": [], "csrf": []}],
-                "responses": {"200": ok, "400": _ERROR, "401": _UNAUTHORIZED, "403": _ERROR, "429": _LOCKED}}
+                "responses": {"200": ok, "400": _ERROR, "401": _UNAUTHORIZED, "403": _ERROR, "429": _LOCKED, "503": _UNAVAILABLE}}
     if body is not None:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
     if params:

@@ -15,6 +15,7 @@ import queue
 import secrets
 import signal
 import socket
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -116,6 +117,15 @@ def create_app(service) -> Flask:
     @app.errorhandler(ValueError)
     def bad_value(exc):
         return error(400, str(exc).splitlines()[0] if str(exc) else "bad request")
+
+    @app.errorhandler(sqlite3.Error)
+    def database_unavailable(exc):
+        """A locked, full or unreadable database: 503 JSON naming SQLite's reason (it was a
+        500 page); a change that failed so was rolled back whole, and the GM can try again."""
+        log.warning("%s %s: database: %s", request.method, request.path, exc)
+        resp, status = error(503, f"the table's database is unavailable ({exc}): try again")
+        resp.headers["Retry-After"] = "5"
+        return resp, status
 
     @app.errorhandler(KeyError)
     def not_found(exc):
