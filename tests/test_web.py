@@ -224,3 +224,16 @@ def test_a_gm_change_on_a_locked_database_is_503_json_and_changes_nothing(client
     assert state["tokens"]["tension"] == 0 and state["system"] == "charge"
     assert client.post("/api/undo", headers=AUTH).get_json()["undone"] is False
     assert client.post("/api/tokens/tension", json={"delta": 2}, headers=AUTH).get_json()["tokens"]["tension"] == 2
+
+
+def test_a_rolls_source_names_the_photo_not_the_servers_folders(client, service):
+    """Anyone on the LAN reads /api/rolls, /api/state and the live events: a demo or folder:
+    roll's ``source`` was the server's full path (/home/<user>/...). Now the file name only,
+    as video and camera rolls already were ("rolls.avi#12"); the database keeps the path."""
+    service.handle(settled("/home/alice/photos/tray/IMG_0042.jpg"))
+    service.handle(settled("rolls.avi#12"))
+    rolls = client.get("/api/rolls").get_json()
+    assert [r["source"] for r in rolls] == ["rolls.avi#12", "IMG_0042.jpg"]
+    assert client.get("/api/state").get_json()["last_roll"]["source"] == "rolls.avi#12"
+    assert "/home/alice" not in client.get(f"/api/rolls/{rolls[1]['id']}").get_data(as_text=True)
+    assert service.table.roll(rolls[1]["id"]).reading.image == "/home/alice/photos/tray/IMG_0042.jpg"

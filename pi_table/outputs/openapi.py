@@ -144,7 +144,7 @@ SPEC: dict = {
                 "status": {"type": "string", "enum": ["ok", "cocked", "unreadable"]}}},
             "Roll": {"type": "object", "properties": {
                 "id": {"type": "integer", "nullable": True}, "time": {"type": "number", "description": "unix time, s"},
-                "system": {"type": "string"}, "params": {"type": "object"}, "source": {"type": "string"},
+                "system": {"type": "string"}, "params": {"type": "object"}, "source": {"type": "string", "description": "the photo's or frame's name, without folders"},
                 "width": {"type": "integer"}, "height": {"type": "integer"}, "ms": {"type": "number"},
                 "dice": {"type": "array", "items": {"$ref": "#/components/schemas/Die"}},
                 "outcome": {"type": "string"}, "result": {"type": "object"},

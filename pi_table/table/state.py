@@ -174,14 +174,15 @@ class Roll:
 
     def to_json(self) -> dict:
         """The roll as served by the HTTP API: dice as in ``read --json`` plus ``outcome``,
-        ``odds`` (``{band: {"p": float, "exact": "n/d"}}`` worst band first, or null) and
+        ``source`` (the photo's or frame's name, without the server's folders: "IMG_1.jpg",
+        "rolls.avi#12", "picamera#3"), ``odds`` (``{band: {"p": float, "exact": "n/d"}}`` worst band first, or null) and
         ``player`` (``{"id", "name"}`` of the roller, or null)."""
         return {
             "id": self.id,
             "time": self.t,
             "system": self.system,
             "params": self.params,
-            "source": self.reading.image,
+            "source": Path(self.reading.image).name,  # never the server's folders (the database keeps the path)
             "width": self.reading.width,
             "height": self.reading.height,
             "ms": round(self.reading.ms, 2),
