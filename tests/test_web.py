@@ -237,3 +237,13 @@ def test_a_rolls_source_names_the_photo_not_the_servers_folders(client, service)
     assert client.get("/api/state").get_json()["last_roll"]["source"] == "rolls.avi#12"
     assert "/home/alice" not in client.get(f"/api/rolls/{rolls[1]['id']}").get_data(as_text=True)
     assert service.table.roll(rolls[1]["id"]).reading.image == "/home/alice/photos/tray/IMG_0042.jpg"
+
+
+def test_a_json_body_sent_without_a_json_content_type_is_named(client):
+    """``curl -d '{"delta": 1}'`` sends application/x-www-form-urlencoded: the 400 said only
+    "request body must be a JSON object" of a body that is one; now it names the Content-Type."""
+    resp = client.post("/api/tokens/tension", data='{"delta": 1}', headers={**AUTH, "Content-Type": "application/x-www-form-urlencoded"})
+    assert resp.status_code == 400 and "'application/x-www-form-urlencoded'" in resp.get_json()["error"]
+    resp = client.post("/api/tokens/tension", data='{"delta": 1}', headers=AUTH)
+    assert resp.status_code == 400 and "Content-Type 'none'" in resp.get_json()["error"]
+    assert client.get("/api/state").get_json()["tokens"]["tension"] == 0

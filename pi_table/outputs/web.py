@@ -106,6 +106,9 @@ def create_app(service) -> Flask:
         """The request's JSON object; ValueError for anything else, or (when ``fields`` are
         named) for a key that is not one of them (a misspelt ``"parms"`` was ignored: the
         change went through without it)."""
+        if not request.is_json:  # curl -d sends application/x-www-form-urlencoded
+            raise ValueError(f"request body must be a JSON object sent with Content-Type: application/json, "
+                             f"got Content-Type {request.mimetype or 'none'!r}")
         data = request.get_json(silent=True)
         if not isinstance(data, dict):
             raise ValueError("request body must be a JSON object")
