@@ -201,7 +201,8 @@ def test_serve_on_a_state_folder_it_cannot_use_is_one_line_and_exit_2_and_leaves
     before = {p.name: p.read_bytes() for p in state.iterdir() if p.is_file()}
     from tests.test_service import free_port
 
-    result = run_cli("serve", "--host", "127.0.0.1", "--port", str(free_port()), "--source", "demo", tmp_path=tmp_path)
+    result = run_cli("serve", "--host", "127.0.0.1", "--port", str(free_port()), "--source", f"folder:{REPO / 'pi_table' / 'demo'}",
+                     tmp_path=tmp_path)  # the demo plays on a table in memory
     assert result.returncode == 2, result.stderr[-2000:]
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("pi-table: error: ") and needle in lines[0], lines
