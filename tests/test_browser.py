@@ -5,6 +5,7 @@ Skips with a reason where /usr/bin/chromium or playwright is missing; ``.ci/run`
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
 from pathlib import Path
@@ -12,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pi_table import rules
 from pi_table.capture import Frame, SettledRoll
 from pi_table.outputs.web import make_server
 from pi_table.service import Service, Settings
@@ -573,3 +575,26 @@ def test_viewer_header_shows_the_counters_its_system_plays_with(served, page):
     service.add_tension(2)
     page.wait_for_function("document.getElementById('tokens').textContent.includes('tension 2')", timeout=10_000)
     assert page.inner_text("#tokens") == "tension 2"
+
+
+def test_gm_picking_another_system_shows_its_parameters(served, page):
+    """Picking another system on /gm fills the parameters field with that system's own keys
+    (its defaults), so "Use for next rolls" works at once: the field kept the old system's
+    parameters, and a Contract table switched to Charge was refused ("unknown option 'difficulty'
+    for charge"). Picking the table's own system again shows the table's parameters."""
+    service, base = served
+    service.set_system("contract", {"difficulty": 7})
+    page.goto(base + "/gm")
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    page.wait_for_function("document.getElementById('params').value.includes('difficulty')", timeout=10_000)
+    page.select_option("#system", "charge")
+    assert json.loads(page.input_value("#params")) == rules.DEFAULT_PARAMS["charge"]
+    page.select_option("#system", "contract")
+    assert json.loads(page.input_value("#params")) == {"difficulty": 7, "dice": None}
+    page.select_option("#system", "contingency-skill")
+    page.click("#set-system")
+    page.wait_for_function("document.getElementById('msg').textContent === 'system set'", timeout=10_000)
+    assert service.state().system == "contingency-skill"
+    assert service.state().params == rules.DEFAULT_PARAMS["contingency-skill"]

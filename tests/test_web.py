@@ -247,3 +247,18 @@ def test_a_json_body_sent_without_a_json_content_type_is_named(client):
     resp = client.post("/api/tokens/tension", data='{"delta": 1}', headers=AUTH)
     assert resp.status_code == 400 and "Content-Type 'none'" in resp.get_json()["error"]
     assert client.get("/api/state").get_json()["tokens"]["tension"] == 0
+
+
+def test_systems_lists_each_systems_bands_and_starting_params(client):
+    """GET /api/systems: every system in RULES.md's order, its bands worst first and the parameters
+    a table of it starts with: PUT /api/system takes them as they are (the /gm page fills its
+    parameters field from them when the GM picks another system)."""
+    from pi_table import rules
+
+    systems = client.get("/api/systems").get_json()
+    assert list(systems) == list(rules.SYSTEMS)
+    assert systems["contract"] == {"bands": ["botch", "failure", "partial", "complete", "exceptional"],
+                                   "params": {"difficulty": 6, "dice": None}}
+    for name, entry in systems.items():
+        resp = client.put("/api/system", json={"system": name, "params": entry["params"]}, headers=AUTH)
+        assert resp.status_code == 200 and resp.get_json()["params"] == entry["params"], name

@@ -66,6 +66,12 @@ SPEC: dict = {
                         "headers": {"Retry-After": {"schema": {"type": "integer"}}},
                         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}},
             }}},
+        "/api/systems": {"get": {
+            "summary": "every system, in RULES.md's order: {id: {\"bands\": worst first, \"params\": the "
+                       "parameters a table of it starts with (the keys PUT /api/system takes)}}",
+            "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
+                "type": "object", "additionalProperties": {"type": "object", "properties": {
+                    "bands": {"type": "array", "items": {"type": "string"}}, "params": {"type": "object"}}}}}}}}}},
         "/api/rolls": {"get": {
             "summary": "rolls, newest first",
             "parameters": [{"name": "limit", "in": "query", "required": False,

@@ -158,6 +158,15 @@ def create_app(service) -> Flask:
 
         return jsonify(SPEC)
 
+    @app.get("/api/systems")
+    def systems():
+        """Every system of the kit (RULES.md), in order: ``{id: {"bands": [...], "params": {...}}}``,
+        bands worst first and the parameters a table of it starts with (their keys are the ones
+        ``PUT /api/system`` takes). The /gm page fills its parameters field from it."""
+        from pi_table import rules
+
+        return jsonify({s: {"bands": list(rules.BANDS[s]), "params": rules.DEFAULT_PARAMS[s]} for s in rules.SYSTEMS})
+
     @app.get("/")
     def viewer():
         return send_file(STATIC / "index.html")

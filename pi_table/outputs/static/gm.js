@@ -36,12 +36,21 @@ function fill(el, value) {
   el.value = value; filled.set(el, el.value);
 }
 let lastRoll = null;
+// Picking a system fills the parameters field with that system's own keys: the table's
+// parameters for the table's system, a new table's for another (GET /api/systems).
+let table = { system: null, params: {} }, systems = {};
+$("system").onchange = () => {
+  const sys = $("system").value;
+  const params = sys === table.system ? table.params : (systems[sys] || {}).params;
+  if (params) $("params").value = JSON.stringify(params);
+};
 
 async function refresh() {
   const s = await (await fetch("/api/state")).json();
   const t = s.tokens;
   $("tension").textContent = t.tension;
   $("tokens").textContent = `tension ${t.tension} · GM omens ${t.gm_omens} · momentum ${t.momentum}`;
+  table = { system: s.system, params: s.params };
   fill($("system"), s.system); fill($("params"), JSON.stringify(s.params));
   drawPlayers(s.players || [], s.roller);
   const sess = await (await fetch("/gm/session")).json();
@@ -131,6 +140,7 @@ async function act(fn, done) {
 async function enter() {
   $("login").hidden = true; $("controls").hidden = false; $("login-msg").textContent = ""; say("");
   await refresh();
+  systems = await fetch("/api/systems").then((r) => r.json()).catch(() => ({}));
   if (source) source.close();
   source = new EventSource("/api/events");
   source.addEventListener("state", refresh);
