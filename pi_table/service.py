@@ -499,6 +499,18 @@ class Service:
         self._changed()
         return self.state()
 
+    def add_omens(self, delta: int) -> TableState:
+        """The GM gives or spends his omens (Table.add_omens)."""
+        self.table.add_omens(delta)
+        self._changed()
+        return self.state()
+
+    def choose_fail(self):
+        """A player chooses to fail a skill check: the GM gains 1/2/3 omens (Table.choose_fail)."""
+        chosen = self.table.choose_fail()
+        self._changed()
+        return chosen
+
     def new_scene(self) -> TableState:
         self.table.new_scene()
         self._changed()

@@ -598,3 +598,25 @@ def test_gm_picking_another_system_shows_its_parameters(served, page):
     page.wait_for_function("document.getElementById('msg').textContent === 'system set'", timeout=10_000)
     assert service.state().system == "contingency-skill"
     assert service.state().params == rules.DEFAULT_PARAMS["contingency-skill"]
+
+
+def test_gm_spends_and_gives_omens_and_records_a_choice_to_fail(served, page):
+    """/gm shows the GM's omens with Spend/Give buttons (seed 001: his for the scene), and on a skill
+    check table a "Player chooses to fail" button that gives the seed's 1/2/3 omens by the table's
+    advantage (the page had no omen control at all)."""
+    service, base = served
+    service.set_system("contingency-skill", {"advantage": 1})
+    page.goto(base + "/gm")
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    page.click("#choose-fail")
+    page.wait_for_function("document.getElementById('omens').textContent === '3'", timeout=10_000)
+    assert "GM gains 3 omens" in page.inner_text("#msg") and service.state().tokens.gm_omens == 3
+    page.click("#omen-spend")
+    page.wait_for_function("document.getElementById('omens').textContent === '2'", timeout=10_000)
+    page.click("#omen-give")
+    page.wait_for_function("document.getElementById('omens').textContent === '3'", timeout=10_000)
+    assert service.state().tokens.gm_omens == 3
+    service.set_system("charge", {})  # no choosing to fail outside the skill check
+    page.wait_for_selector("#fail-row", state="hidden", timeout=10_000)

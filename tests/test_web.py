@@ -262,3 +262,34 @@ def test_systems_lists_each_systems_bands_and_starting_params(client):
     for name, entry in systems.items():
         resp = client.put("/api/system", json={"system": name, "params": entry["params"]}, headers=AUTH)
         assert resp.status_code == 200 and resp.get_json()["params"] == entry["params"], name
+
+
+def test_gm_spends_and_gives_omens_and_a_player_chooses_to_fail(client, service):
+    """Seed 001 "Game Moderator Omens": the GM's omens last the scene and are his to spend;
+    "Choosing to Fail": no roll, the GM gains 1 omen (disadvantage), 2 (neither) or 3 (advantage),
+    by the table's advantage and disadvantage units. The GM page could do neither: omens only
+    grew from rolls' 1s until a new scene, and choosing to fail (resolve --choose-fail) had no
+    way to the table. Both are undoable; spending more omens than the GM has changes nothing."""
+    service.set_system("contingency-skill", {"advantage": 2, "disadvantage": 1})
+    resp = client.post("/api/choose-fail", headers=AUTH)
+    assert resp.status_code == 200
+    assert resp.get_json()["gm_omens"] == 3 and "GM gains 3 omens" in resp.get_json()["why"][0]
+    assert resp.get_json()["state"]["tokens"]["gm_omens"] == 3
+    assert client.post("/api/tokens/omens", json={"delta": -2}, headers=AUTH).get_json()["tokens"]["gm_omens"] == 1
+    resp = client.post("/api/tokens/omens", json={"delta": -2}, headers=AUTH)
+    assert resp.status_code == 400 and "the GM has 1" in resp.get_json()["error"]
+    resp = client.post("/api/tokens/omens", json={"delta": "x"}, headers=AUTH)
+    assert resp.status_code == 400 and "'x'" in resp.get_json()["error"]
+    assert service.state().tokens.gm_omens == 1
+    assert client.post("/api/undo", headers=AUTH).get_json()["state"]["tokens"]["gm_omens"] == 3
+    assert client.post("/api/undo", headers=AUTH).get_json()["state"]["tokens"]["gm_omens"] == 0
+    service.set_system("contingency-skill", {"disadvantage": 1})
+    assert client.post("/api/choose-fail", headers=AUTH).get_json()["gm_omens"] == 1
+    service.set_system("contingency-skill", {})
+    assert client.post("/api/choose-fail", headers=AUTH).get_json()["gm_omens"] == 2
+    assert service.state().tokens.gm_omens == 3
+    service.set_system("charge", {})
+    resp = client.post("/api/choose-fail", headers=AUTH)
+    assert resp.status_code == 409 and "charge" in resp.get_json()["error"]
+    assert service.state().tokens.gm_omens == 3
+    assert client.post("/api/tokens/omens", json={"delta": 1}).status_code == 401

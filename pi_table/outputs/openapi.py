@@ -46,6 +46,18 @@ def _path_id(name: str, description: str) -> dict:
 
 _POINTS = {"type": "integer", "minimum": 0, "maximum": 99}
 
+
+def _choose_fail() -> dict:
+    op = _gm("contingency-skill: a player chooses to fail (no roll): the GM gains 1 omen with disadvantage, 2 "
+             "with neither, 3 with advantage, by the table's advantage and disadvantage (seed 001)",
+             {"description": "ok", "content": {"application/json": {"schema": {"type": "object", "properties": {
+                 "gm_omens": {"type": "integer"}, "why": {"type": "array", "items": {"type": "string"}},
+                 "state": {"$ref": "#/components/schemas/State"}}}}}})
+    op["responses"]["409"] = {"description": "the table plays another system; nothing changed",
+                              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    return op
+
+
 SPEC: dict = {
     "openapi": "3.0.3",
     "info": {
@@ -104,6 +116,12 @@ SPEC: dict = {
             "spend (negative) or give (positive) tension tokens; never below 0", _json("State"),
             {"type": "object", "required": ["delta"], "additionalProperties": False, "properties": {
                 "delta": {"type": "integer", "minimum": -100, "maximum": 100}}})},
+        "/api/tokens/omens": {"post": _gm(
+            "the GM spends (negative) or gives himself (positive) GM omens for the scene (seed 001); never "
+            "below 0", _json("State"),
+            {"type": "object", "required": ["delta"], "properties": {
+                "delta": {"type": "integer", "minimum": -100, "maximum": 100}}})},
+        "/api/choose-fail": {"post": _choose_fail()},
         "/api/scene": {"post": _gm("new scene: GM omens reset to 0", _json("State"))},
         "/api/undo": {"post": _gm("undo the last GM change", {"description": "ok", "content": {"application/json": {
             "schema": {"type": "object", "properties": {"undone": {"type": "boolean"},

@@ -274,6 +274,21 @@ def create_app(service) -> Flask:
             raise ValueError(f"delta must be an integer, got {delta!r}")
         return jsonify(service.add_tension(delta).to_json())
 
+    @app.post("/api/tokens/omens")
+    def omens():
+        delta = body().get("delta")
+        if isinstance(delta, bool) or not isinstance(delta, int):
+            raise ValueError(f"delta must be an integer, got {delta!r}")
+        return jsonify(service.add_omens(delta).to_json())
+
+    @app.post("/api/choose-fail")
+    def choose_fail():
+        system = service.table.system
+        if system != "contingency-skill":  # a fine request the table's state refuses: 409, not 400
+            return error(409, f"choosing to fail is a contingency-skill rule; the table plays {system}")
+        chosen = service.choose_fail()
+        return jsonify({"gm_omens": chosen.gm_omens, "why": list(chosen.why), "state": service.state().to_json()})
+
     @app.post("/api/scene")
     def scene():
         return jsonify(service.new_scene().to_json())

@@ -543,6 +543,41 @@ class Table:
                 raise ValueError(f"cannot spend {-delta} tension tokens: the GM has {tokens.tension}")
             return self._set_tokens("tension", replace(tokens, tension=tokens.tension + delta))
 
+    def add_omens(self, delta: int) -> TableState:
+        """The GM gives (delta > 0) or spends (delta < 0) his omens for the scene (seed 001 "Game
+        Moderator Omens": they are his to spend until the scene ends). Undoable.
+
+        Raises:
+            ValueError: delta is not an integer in -100..100, or spending more than the GM has.
+        """
+        if isinstance(delta, bool) or not isinstance(delta, int) or not -100 <= delta <= 100:
+            raise ValueError(f"delta must be an integer in -100..100, got {delta!r}")
+        with self._lock:
+            tokens = self.tokens
+            if tokens.gm_omens + delta < 0:
+                raise ValueError(f"cannot spend {-delta} GM omens: the GM has {tokens.gm_omens}")
+            return self._set_tokens("omens", replace(tokens, gm_omens=tokens.gm_omens + delta))
+
+    def choose_fail(self) -> "rules.Resolution":
+        """A player chooses to fail a skill check: no roll; the GM gains 1 omen with disadvantage,
+        2 with neither, 3 with advantage, by the table's ``advantage`` and ``disadvantage`` units
+        (seed 001 "Choosing to Fail"; RULES.md ``contingency-skill``). Undoable.
+
+        Returns the choice's resolution (``gm_omens``, ``why``).
+
+        Raises:
+            ValueError: the table's system is not ``contingency-skill`` (named).
+        """
+        with self._lock:
+            system, params = self.system, self.params
+            if system != "contingency-skill":
+                raise ValueError(f"choosing to fail is a contingency-skill rule; the table plays {system}")
+            chosen = rules.resolve(system, choose_fail=True, advantage=params["advantage"],
+                                   disadvantage=params["disadvantage"])
+            tokens = self.tokens
+            self._set_tokens("choose-fail", replace(tokens, gm_omens=tokens.gm_omens + chosen.effects.gm_omens))
+            return chosen
+
     def new_scene(self) -> TableState:
         """A new scene: the GM's omens reset to 0 (seed 001, Omens)."""
         with self._lock:

@@ -49,6 +49,8 @@ async function refresh() {
   const s = await (await fetch("/api/state")).json();
   const t = s.tokens;
   $("tension").textContent = t.tension;
+  $("omens").textContent = t.gm_omens;
+  $("fail-row").hidden = s.system !== "contingency-skill";
   $("tokens").textContent = `tension ${t.tension} · GM omens ${t.gm_omens} · momentum ${t.momentum}`;
   table = { system: s.system, params: s.params };
   fill($("system"), s.system); fill($("params"), JSON.stringify(s.params));
@@ -132,8 +134,9 @@ function drawPlayers(players, roller) {
   }));
 }
 
+// Run a GM change, say what it did (the line fn returns, else done), and show the table again.
 async function act(fn, done) {
-  try { await fn(); say(done); } catch (e) { say(e.message); }
+  try { const said = await fn(); say(typeof said === "string" ? said : done); } catch (e) { say(e.message); }
   await refresh();
 }
 
@@ -152,6 +155,8 @@ $("login").onsubmit = async (e) => {
   catch (err) { $("login-msg").textContent = err.message; }
 };
 for (const id of ["spend", "give"]) $(id).onclick = () => act(() => api("POST", "/api/tokens/tension", { delta: Number($(id).dataset.delta) }), "tokens changed");
+for (const id of ["omen-spend", "omen-give"]) $(id).onclick = () => act(() => api("POST", "/api/tokens/omens", { delta: Number($(id).dataset.delta) }), "GM omens changed");
+$("choose-fail").onclick = () => act(async () => (await api("POST", "/api/choose-fail")).why.join("; "), "GM omens gained");
 $("scene").onclick = () => act(() => api("POST", "/api/scene"), "new scene: GM omens reset");
 $("add-player").onsubmit = (e) => {
   e.preventDefault();
