@@ -620,3 +620,27 @@ def test_gm_spends_and_gives_omens_and_records_a_choice_to_fail(served, page):
     assert service.state().tokens.gm_omens == 3
     service.set_system("charge", {})  # no choosing to fail outside the skill check
     page.wait_for_selector("#fail-row", state="hidden", timeout=10_000)
+
+
+def test_viewer_header_shows_no_momentum_off_a_charge_table(served, page):
+    """A roller picked on a table of another system (every new player starts with 2 momentum,
+    seed 004) put "momentum 2" in the header of The Contract, the skill check and the Contingency
+    action roll, where no rule uses momentum (the header's momentum is the roller's). Momentum is
+    Charge's; tension tokens and GM omens above 0 still show on every table."""
+    service, base = served
+    ana = service.add_player("Ana")
+    service.set_roller(ana.id)
+    page.goto(base + "/")
+    page.wait_for_selector(".live.on", timeout=10_000)
+    for system, header in (("contract", ""), ("contingency-skill", "GM omens 0"), ("contingency-action", "tension 0"),
+                           ("charge", "momentum 2")):
+        service.set_system(system, {})
+        page.wait_for_function(f"document.getElementById('system').textContent.toLowerCase().startsWith({system[:5]!r})",
+                               timeout=10_000)
+        page.wait_for_timeout(100)
+        assert page.inner_text("#tokens") == header, system
+    service.add_tension(1)
+    service.set_system("contract", {})
+    page.wait_for_function("document.getElementById('system').textContent.toLowerCase() === 'contract'", timeout=10_000)
+    page.wait_for_timeout(100)
+    assert page.inner_text("#tokens") == "tension 1"

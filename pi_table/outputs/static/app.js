@@ -164,10 +164,11 @@ const SYSTEM_TOKENS = {
 function drawState(s) {
   $("system").textContent = words(s.system);
   const t = s.tokens || {};
-  // the counters the system plays with (RULES.md), and any other the GM has set above 0
+  // the counters the system plays with (RULES.md), and a tension token or GM omen the GM has above 0;
+  // momentum only where it is played: it is the roller's, and every player starts with 2 (seed 004)
   const uses = SYSTEM_TOKENS[s.system] || ["tension", "gm_omens", "momentum"];
   const parts = [["tension", "tension"], ["GM omens", "gm_omens"], ["momentum", "momentum"]]
-    .filter(([, key]) => uses.includes(key) || (t[key] ?? 0) > 0).map(([k, key]) => [k, t[key]]);
+    .filter(([, key]) => uses.includes(key) || (key !== "momentum" && (t[key] ?? 0) > 0)).map(([k, key]) => [k, t[key]]);
   // one group a token, kept on one line: a narrow header breaks between them
   $("tokens").replaceChildren(...parts.flatMap(([k, v], i) => {
     const group = el("span", "", k + " "); group.appendChild(el("b", "", String(v ?? 0)));
