@@ -185,6 +185,7 @@ def test_unknown_fields_in_a_gm_change_are_refused_and_change_nothing(client, se
     before = (client.get("/api/state").get_json(), client.get("/api/rolls").get_json())
     for method, path, data in (("PUT", "/api/system", {"system": "contract", "parms": {"difficulty": 9}}),
                                ("POST", "/api/tokens/tension", {"delta": 1, "extra": 2}),
+                               ("POST", "/api/tokens/omens", {"delta": 1, "extra": 2}),
                                ("PUT", "/api/rolls/1/dice/0", {"face": "5", "index": 1}),
                                ("PUT", "/api/roller", {"player": None, "name": "Ada"})):
         resp = client.open(path, method=method, json=data, headers=AUTH)

@@ -119,7 +119,7 @@ SPEC: dict = {
         "/api/tokens/omens": {"post": _gm(
             "the GM spends (negative) or gives himself (positive) GM omens for the scene (seed 001); never "
             "below 0", _json("State"),
-            {"type": "object", "required": ["delta"], "properties": {
+            {"type": "object", "required": ["delta"], "additionalProperties": False, "properties": {
                 "delta": {"type": "integer", "minimum": -100, "maximum": 100}}})},
         "/api/choose-fail": {"post": _choose_fail()},
         "/api/scene": {"post": _gm("new scene: GM omens reset to 0", _json("State"))},

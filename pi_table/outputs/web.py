@@ -276,7 +276,7 @@ def create_app(service) -> Flask:
 
     @app.post("/api/tokens/omens")
     def omens():
-        delta = body().get("delta")
+        delta = body("delta").get("delta")
         if isinstance(delta, bool) or not isinstance(delta, int):
             raise ValueError(f"delta must be an integer, got {delta!r}")
         return jsonify(service.add_omens(delta).to_json())
