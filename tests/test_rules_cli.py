@@ -266,3 +266,18 @@ def test_resolve_pool_with_a_dropped_die_rolls_one_die_fewer(capsys):
     assert "1 left" in capsys.readouterr().out
     with pytest.raises(ValueError, match="pool of 4 dice less the one dropped, but 4 faces"):
         rules.resolve("contingency-pool", dice=[6, 2, 8, 1], pool=4, drop="effect")
+
+
+def test_count_errors_say_one_die_and_one_face_in_the_singular():
+    """'1 pressure dice (d6) expected', '1 faces given', 'the pool is 1 dice' read wrong to a GM."""
+    from pi_table.rules import resolve_dice
+
+    def dice(*kind_faces):
+        return [(k, int(f)) for k, f in kind_faces]
+
+    with pytest.raises(ValueError, match=r"^1 pressure die \(d6\) expected, 0 read$"):
+        resolve_dice("contingency-action", dice(("d8", "5")), {"pressure": 1})
+    with pytest.raises(ValueError, match=r"^dice: 1 face given, the pool is 2 dice \(zero-dice rule\)$"):
+        resolve_dice("charge", dice(("d6", "6")), {"dots": 0})
+    with pytest.raises(ValueError, match=r"^dice: 2 faces given, the pool is 1 die \(1 \+ 0 bonus\)$"):
+        resolve_dice("charge", dice(("d6", "6"), ("d6", "5")), {"dots": 1})

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
 from pi_table.rules import charge, contingency, contract, skill
-from pi_table.rules._common import OddsDetail, Resolution, check_unknown
+from pi_table.rules._common import OddsDetail, Resolution, check_unknown, plural
 
 #: Every system of the kit (RULES.md), in the order of its sections.
 SYSTEMS: tuple[str, ...] = ("contingency-action", "contingency-pool", "contingency-skill", "charge", "contract")
@@ -107,7 +107,7 @@ def resolve(system: str, **options: Any) -> Resolution:
             rolled = options["pool"] - (options.get("drop", "none") != "none")  # a dropped die is not rolled
             if len(tuple(dice)) != rolled:
                 dropped = " less the one dropped" if rolled != options["pool"] else ""
-                raise ValueError(f"pool of {options['pool']} dice{dropped}, but {len(tuple(dice))} faces given")
+                raise ValueError(f"pool of {plural(options['pool'], 'die', 'dice')}{dropped}, but {plural(len(tuple(dice)), 'face')} given")
         return contingency.resolve_pool(dice, options.get("drop", "none"), options.get("action", False))
     if system == "contingency-skill":
         check_unknown(system, options, ("dice", "target", "advantage", "disadvantage", "modifiers", "luck",
@@ -168,7 +168,7 @@ def resolve_dice(system: str, dice: Sequence[tuple[str, int]], params: Mapping[s
     if system == "contingency-action":
         action, pressure = by_kind.get("d8", []), by_kind.get("d6", [])
         if p["pressure"] is not None and len(pressure) != p["pressure"]:
-            raise ValueError(f"{p['pressure']} pressure dice (d6) expected, {len(pressure)} read")
+            raise ValueError(f"{plural(p['pressure'], 'pressure die', 'pressure dice')} (d6) expected, {len(pressure)} read")
         return contingency.resolve_action(action, pressure, p["stat"])
     if system == "contingency-pool":
         faces = by_kind.get("d8", [])

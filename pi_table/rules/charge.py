@@ -230,13 +230,13 @@ def resolve(
     if dots is None:
         pool = len(faces)
         if pool < bonus:
-            raise ValueError(f"dice: {pool} faces given, fewer than the {plural(bonus, 'bonus die', 'bonus dice')}")
+            raise ValueError(f"dice: {plural(pool, 'face')} given, fewer than the {plural(bonus, 'bonus die', 'bonus dice')}")
     else:
         pool = dots + bonus
         want = pool if pool > 0 else 2
         if len(faces) != want:
-            what = f"{pool} dice ({dots} + {bonus} bonus)" if pool > 0 else "2 dice (zero-dice rule)"
-            raise ValueError(f"dice: {len(faces)} faces given, the pool is {what}")
+            what = f"{plural(pool, 'die', 'dice')} ({dots} + {bonus} bonus)" if pool > 0 else "2 dice (zero-dice rule)"
+            raise ValueError(f"dice: {plural(len(faces), 'face')} given, the pool is {what}")
     zero = pool <= 0
     band, deciding, sixes = read_d6s(faces, zero)
 
