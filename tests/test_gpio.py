@@ -107,6 +107,26 @@ def test_a_pi_whose_pins_do_not_open_says_why(monkeypatch, caplog, tmp_path):
     assert not any("no GPIO pins on this machine" in m for m in said)
 
 
+def test_mock_pins_asked_for_by_gpiozero_pin_factory_are_said_to_be_mock(monkeypatch):
+    """GPIOZERO_PIN_FACTORY=mock (gpiozero's own setting) gives mock pins, and the GM page's
+    session says so ("mock_pins"); it said false."""
+    from gpiozero import Device
+    from gpiozero.pins.mock import MockFactory
+
+    from pi_table.outputs import gpio
+
+    monkeypatch.setenv("GPIOZERO_PIN_FACTORY", "mock")
+    old = Device.pin_factory
+    Device.pin_factory = None
+    try:
+        factory, mock = gpio.pin_factory()
+    finally:
+        if Device.pin_factory is not None:
+            Device.pin_factory.close()
+        Device.pin_factory = old
+    assert isinstance(factory, MockFactory) and mock
+
+
 @pytest.mark.parametrize("text, needle", [
     ("tension = 17", "pins tension must be a list of one or more BCM pin numbers like [17, 27, 22], got 17"),
     ("omens = []", "pins omens must be a list of one or more BCM pin numbers like [17, 27, 22], got []"),

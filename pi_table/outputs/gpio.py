@@ -87,15 +87,15 @@ def pin_factory():
     """The real pin factory on a Pi, else a MockFactory. Returns (factory, is_mock)."""
     from gpiozero import Device
     from gpiozero.exc import BadPinFactory
+    from gpiozero.pins.mock import MockFactory
 
     if Device.pin_factory is not None:
-        from gpiozero.pins.mock import MockFactory
-
         return Device.pin_factory, isinstance(Device.pin_factory, MockFactory)
     with warnings.catch_warnings(record=True) as fallbacks:
         warnings.simplefilter("always")
         try:
-            return Device.ensure_pin_factory(), False
+            Device.ensure_pin_factory()  # sets Device.pin_factory (GPIOZERO_PIN_FACTORY=mock: mock pins too)
+            return Device.pin_factory, isinstance(Device.pin_factory, MockFactory)
         except BadPinFactory:
             pass
     model = pi_model()
@@ -105,8 +105,6 @@ def pin_factory():
                     "with --system-site-packages, and may the user write the working directory? (README)", model, reasons)
     else:
         log.warning("no GPIO pins on this machine: LEDs and buttons run on mock pins")
-    from gpiozero.pins.mock import MockFactory
-
     Device.pin_factory = MockFactory()
     return Device.pin_factory, True
 
