@@ -337,6 +337,8 @@ class Service:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(data.tobytes())
+                f.flush()
+                os.fsync(f.fileno())  # on the card before the roll that names it is committed (a power cut)
             self.notices.pop("images", None)
             return str(path)
         except OSError as exc:

@@ -127,6 +127,23 @@ def test_full_disk_keeps_rolls_in_memory(tmp_path):
     assert len(table.rolls(100)) == 40
 
 
+def test_a_database_gone_corrupt_keeps_rolls_in_memory(tmp_path, monkeypatch):
+    """SQLite's DatabaseError ("database disk image is malformed": the file damaged while serve runs)
+    keeps the roll in memory as a locked or full database does; the roll was lost (only logged)."""
+    table = Table(tmp_path / "t.db", "charge")
+    insert = table._insert
+
+    def corrupt(*args, **kwargs):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(table, "_insert", corrupt)
+    roll = table.record(d6_reading(6, 6, 3))
+    assert roll.id is None and roll.outcome == "critical" and table.pending == 1
+    assert "malformed" in table.last_error
+    monkeypatch.setattr(table, "_insert", insert)
+    assert table.flush() and table.pending == 0 and [r.outcome for r in table.rolls()] == ["critical"]
+
+
 def test_a_viewer_that_never_reads_does_not_hold_up_others():
     hub = EventHub(max_streams=10, queue_size=8)
     stuck, reader = hub.subscribe(), hub.subscribe()

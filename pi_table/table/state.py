@@ -433,7 +433,7 @@ class Table:
             if self.flush():
                 try:
                     return self._insert(reading, image, t)
-                except sqlite3.OperationalError as exc:
+                except sqlite3.DatabaseError as exc:  # locked, full, or a file gone corrupt since the start
                     self.last_error = str(exc)
             system, params = self._cached_system()
             outcome, result, why, _ = resolve_reading(system, params, reading)
@@ -457,7 +457,7 @@ class Table:
     def _cached_system(self) -> tuple[str, dict]:
         try:
             self._system_cache = (self.system, self.params)
-        except sqlite3.OperationalError:
+        except sqlite3.DatabaseError:
             pass
         return self._system_cache
 
@@ -473,7 +473,7 @@ class Table:
                 roll = self._pending[0]
                 try:
                     self._insert(roll.reading, roll.image, roll.t)
-                except sqlite3.OperationalError as exc:
+                except sqlite3.DatabaseError as exc:
                     self.last_error = str(exc)
                     return False
                 self._pending.pop(0)
