@@ -267,19 +267,20 @@ def create_app(service) -> Flask:
             raise ValueError(f"params must be an object, got {params!r}")
         return jsonify(service.set_system(system, params).to_json())
 
+    def delta() -> int:
+        """The ``delta`` of a token change's body; ValueError unless an integer."""
+        value = body("delta").get("delta")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"delta must be an integer, got {value!r}")
+        return value
+
     @app.post("/api/tokens/tension")
     def tension():
-        delta = body("delta").get("delta")
-        if isinstance(delta, bool) or not isinstance(delta, int):
-            raise ValueError(f"delta must be an integer, got {delta!r}")
-        return jsonify(service.add_tension(delta).to_json())
+        return jsonify(service.add_tension(delta()).to_json())
 
     @app.post("/api/tokens/omens")
     def omens():
-        delta = body("delta").get("delta")
-        if isinstance(delta, bool) or not isinstance(delta, int):
-            raise ValueError(f"delta must be an integer, got {delta!r}")
-        return jsonify(service.add_omens(delta).to_json())
+        return jsonify(service.add_omens(delta()).to_json())
 
     @app.post("/api/choose-fail")
     def choose_fail():

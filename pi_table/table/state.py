@@ -530,18 +530,12 @@ class Table:
         return self.state()
 
     def add_tension(self, delta: int) -> TableState:
-        """Give (delta > 0) or spend (delta < 0) tension tokens; never below 0.
+        """Give (delta > 0) or spend (delta < 0) tension tokens; never below 0. Undoable.
 
         Raises:
             ValueError: delta is not an integer in -100..100, or spending more than the GM has.
         """
-        if isinstance(delta, bool) or not isinstance(delta, int) or not -100 <= delta <= 100:
-            raise ValueError(f"delta must be an integer in -100..100, got {delta!r}")
-        with self._lock:
-            tokens = self.tokens
-            if tokens.tension + delta < 0:
-                raise ValueError(f"cannot spend {-delta} tension tokens: the GM has {tokens.tension}")
-            return self._set_tokens("tension", replace(tokens, tension=tokens.tension + delta))
+        return self._add_gm_tokens("tension", "tension", "tension tokens", delta)
 
     def add_omens(self, delta: int) -> TableState:
         """The GM gives (delta > 0) or spends (delta < 0) his omens for the scene (seed 001 "Game
@@ -550,13 +544,18 @@ class Table:
         Raises:
             ValueError: delta is not an integer in -100..100, or spending more than the GM has.
         """
+        return self._add_gm_tokens("omens", "gm_omens", "GM omens", delta)
+
+    def _add_gm_tokens(self, what: str, field: str, name: str, delta: int) -> TableState:
+        """``delta`` added to the GM's count ``field`` of :class:`Tokens`, logged as change ``what``."""
         if isinstance(delta, bool) or not isinstance(delta, int) or not -100 <= delta <= 100:
             raise ValueError(f"delta must be an integer in -100..100, got {delta!r}")
         with self._lock:
             tokens = self.tokens
-            if tokens.gm_omens + delta < 0:
-                raise ValueError(f"cannot spend {-delta} GM omens: the GM has {tokens.gm_omens}")
-            return self._set_tokens("omens", replace(tokens, gm_omens=tokens.gm_omens + delta))
+            have = getattr(tokens, field)
+            if have + delta < 0:
+                raise ValueError(f"cannot spend {-delta} {name}: the GM has {have}")
+            return self._set_tokens(what, replace(tokens, **{field: have + delta}))
 
     def choose_fail(self) -> "rules.Resolution":
         """A player chooses to fail a skill check: no roll; the GM gains 1 omen with disadvantage,
