@@ -73,3 +73,35 @@ def test_check_cli_json_and_bad_input(tmp_path):
                          (("check", str(PHOTO), "--source", "demo"), "not both")):
         r = run_cli(*args)
         assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr and len(r.stderr.splitlines()) == 1
+
+
+def test_check_on_a_camera_reads_a_frame_after_its_exposure_settles(monkeypatch, capsys):
+    """A webcam's first frames come while its automatic exposure settles, often dark: `check
+    --source webcam:N` reads the frame EXPOSURE_SETTLE_S after the first (it read the very first,
+    and a dark one found no dice). A photo source still gives its first frame at once."""
+    import numpy as np
+
+    from pi_table.capture.sources import Frame
+    from pi_table.cli import main
+    from pi_table.vision import cli as vision_cli
+
+    photo = cv2.imread(str(PHOTO))
+    seen = []
+
+    class Camera:
+        live, spec = True, "webcam:0"
+
+        def __iter__(self):
+            for i in range(40):  # 30 frames a second: dark for the first half second
+                seen.append(i)
+                image = (photo * 0.1).astype(np.uint8) if i < 15 else photo
+                yield Frame(image=image, t=i / 30, index=i, name=f"webcam:0#{i}")
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr("pi_table.capture.sources.open_source", lambda spec, **kw: Camera())
+    assert main(["check", "--source", "webcam:0", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out.splitlines()[0])
+    assert seen[-1] == 30 and out["image"] == "webcam:0#30" and len(out["dice"]) >= 3
+    assert vision_cli.EXPOSURE_SETTLE_S == 1.0

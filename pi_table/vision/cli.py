@@ -143,7 +143,7 @@ def _check(args) -> int:
 
         source = open_source(args.source)
         try:
-            frame = next(iter(source), None)
+            frame = _settled_exposure_frame(source)
             if frame is None:
                 raise ValueError(f"source {source.spec or args.source!r} gave no frame")
             frames = [(frame.name, frame.image_to_read())]
@@ -153,6 +153,23 @@ def _check(args) -> int:
         check = check_frame(reader, image, name=str(name), kinds=kinds)
         print(json.dumps(check.to_json()) if args.json else format_check(check), flush=True)
     return 0
+
+
+#: Seconds of a camera's frames ``check`` lets go by before it reads one: a webcam's or the Pi
+#: camera's first frames come while its automatic exposure is still settling, often dark.
+EXPOSURE_SETTLE_S = 1.0
+
+
+def _settled_exposure_frame(source):
+    """The frame ``check`` reads from ``source``: its first for a file or photos, for a live camera
+    the first frame :data:`EXPOSURE_SETTLE_S` seconds (on the frames' own clock) after its first,
+    or its last frame if it stops sooner; None if it gives none."""
+    frame = first = None
+    for frame in source:
+        first = frame.t if first is None else first
+        if not getattr(source, "live", False) or frame.t - first >= EXPOSURE_SETTLE_S:
+            break
+    return frame
 
 
 def _read(args) -> int:
