@@ -518,8 +518,17 @@ class Service:
         self._changed()
         return self.state()
 
-    def correct_die(self, roll_id: int, index: int, face: str) -> Roll:
-        roll = self.table.correct_die(roll_id, index, face)
+    def correct_die(self, roll_id: int, index: int, face: str, kind: str | None = None) -> Roll:
+        """The GM types a die's face, and its kind if the reader took it for another
+        (Table.correct_die); the changed roll is sent to the pages (a ``roll`` event, same id)."""
+        return self._corrected(self.table.correct_die(roll_id, index, face, kind))
+
+    def remove_die(self, roll_id: int, index: int) -> Roll:
+        """The GM takes a false die out of a roll (Table.remove_die); the changed roll is sent to
+        the pages as a corrected one is."""
+        return self._corrected(self.table.remove_die(roll_id, index))
+
+    def _corrected(self, roll: Roll) -> Roll:
         self._publish_roll(roll)
         self._changed(status="reroll" if roll.outcome == "reroll" else "ready")
         return roll

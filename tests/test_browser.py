@@ -113,6 +113,57 @@ def test_gm_types_the_face_of_an_unreadable_die(served, page):
     assert service.state().last_roll.reading.dice[0].face == "5"
 
 
+def test_gm_removes_a_false_die_and_sets_a_die_kind(served, page):
+    """Each die of the last roll on /gm has a "remove" button (a pip or a mark on the tray read as
+    a die): it asks first (cancelled: nothing changes), then takes the die out and the roll is
+    resolved again (6,6,2 critical, +3 momentum, becomes 6,2 full, +2); Undo brings it back. A
+    system that reads more than one kind shows a kind menu per die (a d10 read as a d8 is set
+    right); Charge, which reads d6 only, shows none. All on a small phone's width."""
+    service, base = served
+    roll_now(service)  # 6,6,2: critical
+    roll_id = service.state().last_roll.id
+    page.goto(base + "/gm")
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#last-dice form.fix >> nth=2", timeout=10_000)
+    assert page.locator("#last-dice select").count() == 0
+    answers = iter([False, True])
+    asked = []
+    page.on("dialog", lambda d: (asked.append(d.message), d.accept() if next(answers) else d.dismiss()))
+    page.click("[aria-label='remove die 2']")  # cancelled
+    assert "die 2 (d6 6)" in asked[0] and len(service.table.roll(roll_id).reading.dice) == 3
+    page.click("[aria-label='remove die 2']")
+    page.wait_for_function("document.querySelectorAll('#last-dice form.fix').length === 2", timeout=10_000)
+    fixed = service.table.roll(roll_id)
+    assert [d.face for d in fixed.reading.dice] == ["6", "2"] and fixed.outcome == "full"
+    assert service.table.tokens.momentum == 2 and "momentum 2" in page.inner_text("#tokens")
+    assert "removed from roll" in page.inner_text("#msg")
+    assert page.locator("#last-dice form.fix input").nth(1).input_value() == "2"
+    box = page.locator("#last-dice").bounding_box()
+    assert box["x"] + box["width"] <= 390  # no sideways scrolling on the phone
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "gm-remove-die.png"), full_page=True)
+    page.click("#undo")
+    page.wait_for_function("document.querySelectorAll('#last-dice form.fix').length === 3", timeout=10_000)
+    assert service.table.roll(roll_id).outcome == "critical" and service.table.tokens.momentum == 3
+    service.set_system("contingency-skill")
+    service.reader = FakeReader(reading_of(("d6", 1), ("d8", 3), ("d8", 2)))  # the third die is a d10 showing 9
+    roll_now(service)
+    skill = service.state().last_roll.id
+    page.wait_for_function(f"document.getElementById('last-dice').dataset.roll === '{skill}'", timeout=10_000)
+    menu = page.locator("[aria-label='die 3 kind']")
+    assert menu.input_value() == "d8" and "d10" in menu.inner_text()
+    menu.select_option("d10")
+    page.locator("#last-dice form.fix input").nth(2).fill("9")
+    page.locator("#last-dice form.fix button.set").nth(2).click()
+    page.wait_for_function("document.getElementById('msg').textContent === 'die corrected'", timeout=10_000)
+    die = service.table.roll(skill).reading.dice[2]
+    assert (die.kind, die.face) == ("d10", "9")
+    page.wait_for_function("document.querySelector(\"[aria-label='die 3 kind']\").value === 'd10'", timeout=10_000)
+    assert page.locator("#last-dice").bounding_box()["width"] <= 390
+    page.locator("#last-dice").screenshot(path=str(SHOTS / "gm-die-kind.png"))
+
+
 def mock_pin_lit(service: Service, pin: int) -> bool:
     return bool(service.panel.factory.pin(pin).state)
 

@@ -42,7 +42,7 @@ scalars = (st.none() | st.booleans() | st.integers() | st.integers(-3, 12)
            | st.sampled_from(["", "5", "0", "00", "70", "d6", "charge", "contract", "-1", "1e309", "NaN", "\x00", "é", " 5 "]))
 json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
                            max_leaves=10)
-FIELDS = ["system", "params", "delta", "face", "name", "momentum", "luck", "player", "pin", "difficulty", "risk", "dots"]
+FIELDS = ["system", "params", "delta", "face", "kind", "name", "momentum", "luck", "player", "pin", "difficulty", "risk", "dots"]
 bodies = st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=12), json_values, max_size=4) | json_values
 path_values = (st.integers(-5, 5) | st.integers(min_value=2**31) | st.integers(min_value=2**63 - 2, max_value=2**70)
                | st.text(max_size=20) | st.sampled_from(["1", "01", "1.5", "-1", "0x10", "%00", "..", "1/2", " 1"]))

@@ -176,3 +176,110 @@ def test_a_corrected_face_is_stored_as_printed_and_odd_spellings_are_refused(tmp
                                                         Die("d10", "3", 3, (20.0, 0.0, 28.0, 8.0), 0.99, "ok"))))
     assert tens.correct_die(pair.id, 0, "0").reading.dice[0].face == "00"
     assert tens.correct_die(pair.id, 0, "100").reading.dice[0].face == "100"
+
+
+# -- a false die taken out, a die's kind set right (the GM page's corrections) -----------------
+def kinds_reading(*dice: tuple[str, int]) -> Reading:
+    """A Reading of the given (kind, value) dice, boxes in a row."""
+    return Reading("k.jpg", 640, 640, 1.0, tuple(
+        Die(kind, str(value), value, (10.0 + 50 * i, 10.0, 50.0 + 50 * i, 50.0), 0.99, "ok")
+        for i, (kind, value) in enumerate(dice)))
+
+
+def test_a_false_die_taken_out_of_a_charge_roll_moves_the_rollers_momentum_and_undo_puts_it_back(tmp_path):
+    """A pip or a mark on the tray read as a 6 made a critical (+3 momentum) of a full (+2): taking
+    it out resolves the roll again under its own system and params, and the roller's momentum
+    moves by the difference, as a corrected face's does; undo brings the die and the point back.
+    A bad index or roll changes nothing; taking out every die leaves an invalid roll."""
+    table = Table(tmp_path / "t.db", "charge")
+    ana = table.add_player("Ana", momentum=2)
+    table.set_roller(ana.id)
+    roll = table.record(d6_reading(6, 6, 3))
+    assert roll.outcome == "critical" and table.player(ana.id).momentum == 5
+    table.add_tension(2)
+    table.set_system("contract")  # the roll keeps its own system
+    fixed = table.remove_die(roll.id, 1)
+    assert fixed.outcome == "full" and [d.face for d in fixed.reading.dice] == ["6", "3"]
+    assert fixed.system == "charge" and table.roll(roll.id).outcome == "full"
+    assert table.player(ana.id).momentum == 4 and table.tokens.momentum == 0 and table.tokens.tension == 2
+    assert table.last_change() == ("remove-die", roll.id)
+    with pytest.raises(ValueError, match="die index 2 out of range"):
+        table.remove_die(roll.id, 2)
+    with pytest.raises(KeyError):
+        table.remove_die(999, 0)
+    assert table.player(ana.id).momentum == 4 and len(table.roll(roll.id).reading.dice) == 2
+    assert table.undo()
+    back = table.roll(roll.id)
+    assert back.outcome == "critical" and [d.face for d in back.reading.dice] == ["6", "6", "3"]
+    assert table.player(ana.id).momentum == 5 and table.tokens.tension == 2 and table.system == "contract"
+    for _ in range(3):  # every die taken out: no system resolves no dice
+        table.remove_die(roll.id, 0)
+    assert table.roll(roll.id).outcome == "invalid" and table.player(ana.id).momentum == 2
+    for _ in range(3):
+        assert table.undo()
+    assert table.roll(roll.id).outcome == "critical" and table.player(ana.id).momentum == 5
+
+
+def test_a_false_die_taken_out_without_a_roller_moves_the_table_level_momentum(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    roll = table.record(d6_reading(6, 6, 3))
+    assert table.tokens.momentum == 3
+    table.remove_die(roll.id, 0)
+    assert table.tokens.momentum == 2
+    assert table.undo() and table.tokens.momentum == 3
+
+
+def test_a_false_die_taken_out_of_a_skill_check_moves_the_gm_omens_by_the_difference(tmp_path):
+    """Seed 001: each die showing 1 gives the GM an omen. A false d8 read as 1 made the skill check
+    4 dice (invalid: no omens); taking it out resolves it (one real 1: +1 omen). A real roll's 1
+    taken out takes its omen back, and omens the GM gave himself since stay through an undo."""
+    table = Table(tmp_path / "t.db", "contingency-skill")
+    roll = table.record(kinds_reading(("d6", 1), ("d8", 4), ("d10", 9), ("d8", 1)))
+    assert roll.outcome == "invalid" and table.tokens.gm_omens == 0
+    fixed = table.remove_die(roll.id, 3)
+    assert fixed.outcome == "success" and table.tokens.gm_omens == 1
+    assert table.undo()
+    assert table.roll(roll.id).outcome == "invalid" and table.tokens.gm_omens == 0
+    second = table.record(kinds_reading(("d6", 1), ("d8", 1), ("d10", 9)))
+    assert second.outcome == "failure" and table.tokens.gm_omens == 2
+    table.add_omens(3)
+    fixed = table.remove_die(second.id, 0)  # two dice: not a skill check
+    assert fixed.outcome == "invalid" and table.tokens.gm_omens == 3
+    assert table.undo() and table.roll(second.id).outcome == "failure" and table.tokens.gm_omens == 5
+
+
+def test_a_die_read_as_the_wrong_kind_is_set_right_with_its_face(tmp_path):
+    """The reader took a d10 for a d8: the GM sets its kind with its face (a 9 is on a d10, not on a
+    d8); a kind the roll's system does not read is refused, naming it, and changes nothing. Undo
+    puts the kind as read back."""
+    table = Table(tmp_path / "t.db", "contingency-skill")
+    roll = table.record(kinds_reading(("d6", 1), ("d8", 3), ("d8", 2)))
+    assert roll.outcome == "failure"
+    with pytest.raises(ValueError, match="face '9'"):
+        table.correct_die(roll.id, 2, "9")
+    with pytest.raises(ValueError, match="kind 'd20'"):
+        table.correct_die(roll.id, 2, "9", kind="d20")
+    assert table.roll(roll.id).reading.dice[2].kind == "d8"
+    fixed = table.correct_die(roll.id, 2, "9", kind="d10")
+    assert (fixed.reading.dice[2].kind, fixed.reading.dice[2].face, fixed.reading.dice[2].value) == ("d10", "9", 9)
+    assert fixed.outcome == "failure" and "middle die d8 3" in fixed.why[0]
+    assert table.correct_die(roll.id, 1, "7", kind="d10").why[0] == "middle die d10 7"
+    assert table.undo() and table.undo()
+    assert [d.kind for d in table.roll(roll.id).reading.dice] == ["d6", "d8", "d8"]
+    charge = Table(tmp_path / "c.db", "charge")
+    six = charge.record(d6_reading(6))
+    with pytest.raises(ValueError, match="kind 'd10' is not a die charge reads"):
+        charge.correct_die(six.id, 0, "7", kind="d10")
+    assert charge.correct_die(six.id, 0, "4", kind="d6").outcome == "partial"
+
+
+def test_a_false_die_taken_out_of_the_newest_pool_roll_moves_the_pool(tmp_path):
+    """Seed 000 "Diminishing Resource Pools": a pool of 4 d8 read as 5 dice is invalid and leaves
+    the pool as it was; the false die taken out, the roll resolves and the next roll's pool is the
+    dice left (a 1 or 2 removes a die); undo puts both back."""
+    table = Table(tmp_path / "t.db", "contingency-pool", {"pool": 4})
+    roll = table.record(kinds_reading(("d8", 1), ("d8", 2), ("d8", 5), ("d8", 7), ("d8", 3)))
+    assert roll.outcome == "invalid" and table.params["pool"] == 4
+    fixed = table.remove_die(roll.id, 4)
+    assert fixed.outcome != "invalid" and fixed.result["remaining"] == 3 and table.params["pool"] == 3
+    assert table.undo() and table.roll(roll.id).outcome == "invalid" and table.params["pool"] == 4

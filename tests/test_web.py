@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -253,13 +254,14 @@ def test_a_json_body_sent_without_a_json_content_type_is_named(client):
 def test_systems_lists_each_systems_bands_and_starting_params(client):
     """GET /api/systems: every system in RULES.md's order, its bands worst first and the parameters
     a table of it starts with: PUT /api/system takes them as they are (the /gm page fills its
-    parameters field from them when the GM picks another system)."""
+    parameters field from them when the GM picks another system), and the die kinds it reads (the /gm
+    page's kind menu for a die)."""
     from pi_table import rules
 
     systems = client.get("/api/systems").get_json()
     assert list(systems) == list(rules.SYSTEMS)
     assert systems["contract"] == {"bands": ["botch", "failure", "partial", "complete", "exceptional"],
-                                   "params": {"difficulty": 6, "dice": None}}
+                                   "params": {"difficulty": 6, "dice": None}, "kinds": ["d10"]}
     for name, entry in systems.items():
         resp = client.put("/api/system", json={"system": name, "params": entry["params"]}, headers=AUTH)
         assert resp.status_code == 200 and resp.get_json()["params"] == entry["params"], name
@@ -294,3 +296,64 @@ def test_gm_spends_and_gives_omens_and_a_player_chooses_to_fail(client, service)
     assert resp.status_code == 409 and "charge" in resp.get_json()["error"]
     assert service.state().tokens.gm_omens == 3
     assert client.post("/api/tokens/omens", json={"delta": 1}).status_code == 401
+
+
+def test_a_false_die_is_taken_out_over_http_and_the_pages_get_the_roll_again(client, service):
+    """DELETE /api/rolls/<id>/dice/<i>: GM only (401 without the PIN, nothing changed); 404 for no
+    such roll, 400 naming an index out of range; else the roll without that die, resolved again,
+    sent to the live pages as a ``roll`` event of the same id (then ``state``), and undoable."""
+    roll = service.handle(settled())  # 6, 4, 2: full
+    url = f"/api/rolls/{roll.id}/dice/0"
+    before = client.get("/api/state").get_json()
+    assert client.delete(url).status_code == 401
+    assert client.delete(url, headers={"Authorization": "Bearer 0000"}).status_code == 401
+    resp = client.delete(f"/api/rolls/{roll.id + 5}/dice/0", headers=AUTH)
+    assert resp.status_code == 404 and resp.get_json() == {"error": f"no roll {roll.id + 5}"}
+    resp = client.delete(f"/api/rolls/{roll.id}/dice/3", headers=AUTH)
+    assert resp.status_code == 400 and "die index 3 out of range" in resp.get_json()["error"]
+    assert client.get("/api/state").get_json() == before
+    q = service.hub.subscribe()
+    resp = client.delete(url, headers=AUTH)
+    assert resp.status_code == 200, resp.get_json()
+    got = resp.get_json()
+    assert got["id"] == roll.id and [d["face"] for d in got["dice"]] == ["4", "2"] and got["outcome"] == "partial"
+    assert client.get(f"/api/rolls/{roll.id}").get_json()["dice"] == got["dice"]
+    events = [q.get_nowait() for _ in range(q.qsize())]
+    assert [e.name for e in events] == ["roll", "state"]
+    assert events[0].data["id"] == roll.id and events[0].data["outcome"] == "partial"
+    assert events[1].data["last_roll"]["outcome"] == "partial"
+    assert client.post("/api/undo", headers=AUTH).get_json()["undone"]
+    events = [q.get_nowait() for _ in range(q.qsize())]
+    assert events[0].name == "roll" and len(events[0].data["dice"]) == 3 and events[0].data["outcome"] == "full"
+    for _ in range(3):  # the last die too: the roll is then invalid
+        assert client.delete(url, headers=AUTH).status_code == 200
+    last = client.get(f"/api/rolls/{roll.id}").get_json()
+    assert last["dice"] == [] and last["outcome"] == "invalid" and last["odds"] is None
+    service.hub.unsubscribe(q)
+
+
+def test_a_die_kind_is_set_with_its_face_over_http(client, service):
+    """PUT /api/rolls/<id>/dice/<i> takes ``kind`` beside ``face``: a kind the roll's system does not
+    read, a kind that is not text, or a field it does not take is a 400 naming it and changes
+    nothing; ``{"face": ...}`` alone works as before. GET /api/systems says which kinds each reads."""
+    assert client.get("/api/systems").get_json()["contingency-action"]["kinds"] == ["d8", "d6"]
+    roll = service.handle(settled())
+    url = f"/api/rolls/{roll.id}/dice/1"
+    before = client.get("/api/state").get_json()
+    for body, named in (({"face": "7", "kind": "d10"}, "'d10'"), ({"face": "7", "kind": 10}, "10"),
+                        ({"face": "5", "knd": "d6"}, "'knd'")):
+        resp = client.put(url, json=body, headers=AUTH)
+        assert resp.status_code == 400 and named in resp.get_json()["error"], (body, resp.get_json())
+    assert client.get("/api/state").get_json() == before
+    assert client.put(url, json={"face": "5", "kind": "d6"}).status_code == 401
+    resp = client.put(url, json={"face": "6", "kind": "d6"}, headers=AUTH)
+    assert resp.status_code == 200 and resp.get_json()["outcome"] == "critical"
+    resp = client.put(url, json={"face": "5"}, headers=AUTH)
+    assert resp.status_code == 200 and resp.get_json()["dice"][1]["face"] == "5"
+    service.set_system("contingency-action")
+    read = d6_reading(7, 7, 7, 6, 6, 2)  # three d8 action dice, three d6 pressure dice
+    service.reader = FakeReader(replace(read, dice=tuple(replace(d, kind="d8") if i < 3 else d
+                                                         for i, d in enumerate(read.dice))))
+    action = service.handle(settled("action.jpg"))
+    resp = client.put(f"/api/rolls/{action.id}/dice/3", json={"face": "8", "kind": "d8"}, headers=AUTH)
+    assert resp.status_code == 200 and [d["kind"] for d in resp.get_json()["dice"]] == ["d8"] * 4 + ["d6"] * 2

@@ -7,7 +7,7 @@ route of the Flask app is described here, and fuzzes each one with the fields na
 
 from __future__ import annotations
 
-from pi_table.rules.api import DEFAULT_PARAMS, SYSTEMS
+from pi_table.rules.api import DEFAULT_PARAMS, KINDS_BY_SYSTEM, SYSTEMS
 
 _ERROR = {"description": "bad input: one line naming the bad value; nothing changed",
           "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
@@ -45,6 +45,8 @@ def _path_id(name: str, description: str) -> dict:
 
 
 _POINTS = {"type": "integer", "minimum": 0, "maximum": 99}
+_DIE_PATH = [_path_id("roll_id", "the roll's id"), _path_id("index", "the die's index in the roll, from 0")]
+_KINDS = [k for kinds in KINDS_BY_SYSTEM.values() for k in kinds]
 
 
 def _choose_fail() -> dict:
@@ -80,10 +82,12 @@ SPEC: dict = {
             }}},
         "/api/systems": {"get": {
             "summary": "every system, in RULES.md's order: {id: {\"bands\": worst first, \"params\": the "
-                       "parameters a table of it starts with (the keys PUT /api/system takes)}}",
+                       "parameters a table of it starts with (the keys PUT /api/system takes), \"kinds\": the "
+                       "die kinds it reads}}",
             "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
                 "type": "object", "additionalProperties": {"type": "object", "properties": {
-                    "bands": {"type": "array", "items": {"type": "string"}}, "params": {"type": "object"}}}}}}}}}},
+                    "bands": {"type": "array", "items": {"type": "string"}}, "params": {"type": "object"},
+                    "kinds": {"type": "array", "items": {"type": "string"}}}}}}}}}}},
         "/api/rolls": {"get": {
             "summary": "rolls, newest first",
             "parameters": [{"name": "limit", "in": "query", "required": False,
@@ -99,13 +103,24 @@ SPEC: dict = {
             "parameters": [_path_id("roll_id", "the roll's id")],
             "responses": {"200": {"description": "JPEG", "content": {"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}},
                           "404": _NOT_FOUND}}},
-        "/api/rolls/{roll_id}/dice/{index}": {"put": _gm(
-            "correct a misread die; the roll is resolved again", _json("Roll"),
-            {"type": "object", "required": ["face"], "additionalProperties": False, "properties": {
-                "face": {"oneOf": [{"type": "string"}, {"type": "integer"}],
-                         "description": "the printed face, e.g. \"5\", \"0\", \"70\""}}},
-            [_path_id("roll_id", "the roll's id"), _path_id("index", "the die's index in the roll, from 0")],
-            not_found=True)},
+        "/api/rolls/{roll_id}/dice/{index}": {
+            "put": _gm(
+                "correct a misread die: its face, and its kind where the reader took it for another (a d10 read "
+                "as a d8); the roll is resolved again under its own system and params, tokens and the roller's "
+                "points move by the difference, and the pages get the roll again (event `roll`, same id); "
+                "undoable", _json("Roll"),
+                {"type": "object", "required": ["face"], "additionalProperties": False, "properties": {
+                    "face": {"oneOf": [{"type": "string"}, {"type": "integer"}],
+                             "description": "the printed face, e.g. \"5\", \"0\", \"70\" (on the die's kind)"},
+                    "kind": {"type": "string", "nullable": True, "enum": [*sorted(set(_KINDS)), None],
+                             "description": "the die's kind; one the roll's system reads (GET /api/systems "
+                                            "`kinds`), else 400; absent or null: as read"}}},
+                _DIE_PATH, not_found=True),
+            "delete": _gm(
+                "take a false die (a pip or a mark on the tray read as a die) out of the roll; the roll is "
+                "resolved again as a corrected one is (a roll left with no die is invalid) and sent to the "
+                "pages again; undoable (the die comes back)", _json("Roll"),
+                params=_DIE_PATH, not_found=True)},
         "/api/system": {"put": _gm(
             "the system and parameters for the next rolls", _json("State"),
             {"type": "object", "required": ["system"], "additionalProperties": False, "properties": {

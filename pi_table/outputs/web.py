@@ -160,12 +160,14 @@ def create_app(service) -> Flask:
 
     @app.get("/api/systems")
     def systems():
-        """Every system of the kit (RULES.md), in order: ``{id: {"bands": [...], "params": {...}}}``,
-        bands worst first and the parameters a table of it starts with (their keys are the ones
-        ``PUT /api/system`` takes). The /gm page fills its parameters field from it."""
+        """Every system of the kit (RULES.md), in order: ``{id: {"bands": [...], "params": {...},
+        "kinds": [...]}}``, bands worst first, the parameters a table of it starts with (their keys
+        are the ones ``PUT /api/system`` takes) and the die kinds it reads. The /gm page fills its
+        parameters field and its die kind menus from it."""
         from pi_table import rules
 
-        return jsonify({s: {"bands": list(rules.BANDS[s]), "params": rules.DEFAULT_PARAMS[s]} for s in rules.SYSTEMS})
+        return jsonify({s: {"bands": list(rules.BANDS[s]), "params": rules.DEFAULT_PARAMS[s],
+                            "kinds": list(rules.KINDS_BY_SYSTEM[s])} for s in rules.SYSTEMS})
 
     @app.get("/")
     def viewer():
@@ -296,10 +298,18 @@ def create_app(service) -> Flask:
 
     @app.put("/api/rolls/<int:roll_id>/dice/<int:index>")
     def correct(roll_id: int, index: int):
-        face = body("face").get("face")
+        data = body("face", "kind")
+        face, kind = data.get("face"), data.get("kind")
         if not isinstance(face, (str, int)) or isinstance(face, bool):
             raise ValueError(f"face must be a string like \"5\", got {face!r}")
-        return jsonify(service.correct_die(roll_id, index, str(face)).to_json())
+        if kind is not None and not isinstance(kind, str):
+            raise ValueError(f"kind must be a die kind like \"d10\", got {kind!r}")
+        return jsonify(service.correct_die(roll_id, index, str(face), kind).to_json())
+
+    @app.delete("/api/rolls/<int:roll_id>/dice/<int:index>")
+    def remove_die(roll_id: int, index: int):
+        """A false die (a pip, a mark on the tray) taken out of the roll; answers the roll as it is now."""
+        return jsonify(service.remove_die(roll_id, index).to_json())
 
     @app.post("/api/undo")
     def undo():

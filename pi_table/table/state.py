@@ -69,6 +69,9 @@ REROLL = "reroll"
 INVALID = "invalid"
 #: GM changes that touch only players and the roller (undone without touching the tokens).
 PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller")
+#: GM changes to a recorded roll's dice: a face (and kind) typed, a false die taken out. Each logs the
+#: roll's reading as it was; undo puts it back and resolves the roll again.
+CORRECTIONS = ("correct", "remove-die")
 #: Longest a roll's JSON waits for odds computed in the background, in seconds.
 ODDS_WAIT_S = 0.05
 
@@ -582,70 +585,109 @@ class Table:
         with self._lock:
             return self._set_tokens("scene", replace(self.tokens, gm_omens=0))
 
-    def correct_die(self, roll_id: int, index: int, face: str) -> Roll:
-        """The GM enters a die's face by hand; the roll is resolved again and tokens adjusted.
-        The face is stored as the reader writes faces (:func:`pi_table.vision.dice.parse_face`:
-        " 06" -> "6").
+    def _die_at(self, roll: Roll, index: int) -> Die:
+        """The die at ``index`` of ``roll``; ValueError naming the index when it has none."""
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(roll.reading.dice):
+            raise ValueError(f"die index {index} out of range (roll {roll.id} has {len(roll.reading.dice)} dice)")
+        return roll.reading.dice[index]
+
+    def correct_die(self, roll_id: int, index: int, face: str, kind: str | None = None) -> Roll:
+        """The GM enters a die's face by hand, and its kind where the reader took it for another
+        (a d10 read as a d8); the roll is resolved again and tokens adjusted
+        (:meth:`_correct`). The face is stored as the reader writes faces
+        (:func:`pi_table.vision.dice.parse_face`: " 06" -> "6").
+
+        Args:
+            kind: None keeps the die's kind; else one of the kinds the roll's system reads
+                (:data:`pi_table.rules.KINDS_BY_SYSTEM`), the face then read on that kind.
 
         Raises:
-            KeyError: no such roll. ValueError: index out of range, or a face that is not plain
-                digits or not on that die; nothing changes then.
+            KeyError: no such roll. ValueError: index out of range, a kind the roll's system
+                does not read, or a face that is not plain digits or not on that die (each
+                named); nothing changes then.
         """
         with self._lock:
             roll = self.roll(roll_id)
-            if not 0 <= index < len(roll.reading.dice):
-                raise ValueError(f"die index {index} out of range (roll {roll_id} has {len(roll.reading.dice)} dice)")
-            old = roll.reading.dice[index]
-            face, value = parse_face(old.kind, str(face))
+            old = self._die_at(roll, index)
+            if kind is not None:
+                reads = rules.KINDS_BY_SYSTEM.get(roll.system, ())
+                if kind not in reads:
+                    raise ValueError(f"kind {kind!r} is not a die {roll.system} reads (it reads {', '.join(reads)})")
+            kind = old.kind if kind is None else kind
+            face, value = parse_face(kind, str(face))
             dice = list(roll.reading.dice)
-            dice[index] = replace(old, face=face, value=value, confidence=1.0, status="ok")
-            reading = replace(roll.reading, dice=tuple(dice))
-            _, _, _, old_effects = resolve_reading(roll.system, roll.params, roll.reading)
-            outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)
-            owner = self._find_player(roll.player["id"]) if roll.player else None
-            if owner is not None:  # what the correction makes the roll spend beyond what it spent
-                more = replace(effects, momentum_spent=effects.momentum_spent - old_effects.momentum_spent,
-                               luck_spent=effects.luck_spent - old_effects.luck_spent)
-                why += self._short(owner, more)
-            to_table = owner is None
-            tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
-            payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": roll.player})
-            extra = {"roll": roll_id, "reading": roll.reading.to_json()}
-            momentum = effects.net_momentum - old_effects.net_momentum
-            luck = old_effects.luck_spent - effects.luck_spent
+            dice[index] = replace(old, kind=kind, face=face, value=value, confidence=1.0, status="ok")
+            return self._correct(roll, replace(roll.reading, dice=tuple(dice)), "correct")
+
+    def remove_die(self, roll_id: int, index: int) -> Roll:
+        """The GM takes a false die out of a roll (a pip or a mark on the tray the reader took
+        for a die); the roll is resolved again under its own system and params and tokens
+        adjusted, as a corrected face is (:meth:`_correct`). Undoable: the die comes back.
+        Taking out the last die leaves a roll of no dice, which no system resolves: ``invalid``.
+
+        Raises:
+            KeyError: no such roll. ValueError: index out of range (named); nothing changes then.
+        """
+        with self._lock:
+            roll = self.roll(roll_id)
+            self._die_at(roll, index)
+            dice = roll.reading.dice[:index] + roll.reading.dice[index + 1:]
+            return self._correct(roll, replace(roll.reading, dice=dice), "remove-die")
+
+    def _correct(self, roll: Roll, reading: Reading, what: str) -> Roll:
+        """Store ``reading`` as ``roll``'s dice (a GM correction, one of :data:`CORRECTIONS`),
+        resolved again under the roll's own system and params. The tokens and the roller's
+        points change by the difference between the old and the new resolution's effects, the
+        newest pool roll's pool follows it, and the change is logged as ``what`` with the
+        reading as it was, for :meth:`undo`. Returns the roll as stored."""
+        roll_id = roll.id
+        _, _, _, old_effects = resolve_reading(roll.system, roll.params, roll.reading)
+        outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)
+        owner = self._find_player(roll.player["id"]) if roll.player else None
+        if owner is not None:  # what the correction makes the roll spend beyond what it spent
+            more = replace(effects, momentum_spent=effects.momentum_spent - old_effects.momentum_spent,
+                           luck_spent=effects.luck_spent - old_effects.luck_spent)
+            why += self._short(owner, more)
+        to_table = owner is None
+        tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
+        payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": roll.player})
+        extra = {"roll": roll_id, "reading": roll.reading.to_json()}
+        momentum = effects.net_momentum - old_effects.net_momentum
+        luck = old_effects.luck_spent - effects.luck_spent
+        if owner is not None:
+            # the points as they were and the difference made (after the 0..MAX_POINTS clamp),
+            # so that undo takes back just that difference
+            momentum = min(MAX_POINTS, max(0, owner.momentum + momentum)) - owner.momentum
+            luck = min(MAX_POINTS, max(0, owner.luck + luck)) - owner.luck
+            extra["player_points"] = [owner.id, owner.momentum, owner.luck, momentum, luck]
+        latest = self._db.execute("SELECT MAX(id) FROM rolls").fetchone()[0]
+        following = None
+        if roll_id == latest and roll.system == self.system and roll.params.get("pool") is not None:
+            following = pool_after(roll.system, roll.params, result) or roll.params  # as the roll left it
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            self._log_change(what, extra, tokens_after=tokens)
+            if following is not None:
+                self._db.execute("INSERT OR REPLACE INTO settings VALUES ('params', ?)", (json.dumps(following),))
             if owner is not None:
-                # the points as they were and the difference made (after the 0..MAX_POINTS clamp),
-                # so that undo takes back just that difference
-                momentum = min(MAX_POINTS, max(0, owner.momentum + momentum)) - owner.momentum
-                luck = min(MAX_POINTS, max(0, owner.luck + luck)) - owner.luck
-                extra["player_points"] = [owner.id, owner.momentum, owner.luck, momentum, luck]
-            latest = self._db.execute("SELECT MAX(id) FROM rolls").fetchone()[0]
-            following = None
-            if roll_id == latest and roll.system == self.system and roll.params.get("pool") is not None:
-                following = pool_after(roll.system, roll.params, result) or roll.params  # as the roll left it
-            with self._db:
-                self._db.execute("BEGIN IMMEDIATE")
-                self._log_change("correct", extra, tokens_after=tokens)
-                if following is not None:
-                    self._db.execute("INSERT OR REPLACE INTO settings VALUES ('params', ?)", (json.dumps(following),))
-                if owner is not None:
-                    self._add_points(owner.id, momentum, luck)
-                self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
-                                 (_reading_to_json(reading), outcome, payload, roll_id))
-                self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
-            return self.roll(roll_id)
+                self._add_points(owner.id, momentum, luck)
+            self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
+                             (_reading_to_json(reading), outcome, payload, roll_id))
+            self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
+        return self.roll(roll_id)
 
     def last_change(self) -> tuple[str, int | None] | None:
         """The GM change :meth:`undo` takes back next: ``(what, id of the roll it corrected or
-        None)``, e.g. ``("correct", 12)`` or ``("tension", None)``; None when none is left."""
+        None)``, e.g. ``("correct", 12)``, ``("remove-die", 12)`` or ``("tension", None)``; None
+        when none is left."""
         with self._lock:
             row = self._db.execute("SELECT what, before FROM changes ORDER BY id DESC LIMIT 1").fetchone()
         if row is None:
             return None
-        return row[0], json.loads(row[1]).get("roll") if row[0] == "correct" else None
+        return row[0], json.loads(row[1]).get("roll") if row[0] in CORRECTIONS else None
 
     def undo(self) -> bool:
-        """Undo the last GM change (system, tokens, scene, correction, players, roller).
+        """Undo the last GM change (system, tokens, scene, correction or removed die, players, roller).
         False if none is left.
 
         A player change undoes only itself (the player's row, the roller); momentum that
@@ -666,7 +708,7 @@ class Table:
                     now, after = self.tokens.to_json(), before["tokens_after"]
                     tokens = {k: max(0, now[k] + tokens[k] - after[k]) for k in tokens}
                 settings = {"tokens": tokens}
-                if what in ("system", "correct") or "tokens_after" not in before:
+                if what == "system" or what in CORRECTIONS or "tokens_after" not in before:
                     # a token change leaves the system and params as they are now (a pool roll may have moved them)
                     settings.update(system=before["system"], params=before["params"])
                 for key, value in settings.items():
@@ -677,7 +719,7 @@ class Table:
                 elif "player_momentum" in before:  # logged before corrections kept their difference
                     pid, momentum = before["player_momentum"]
                     self._db.execute("UPDATE players SET momentum=? WHERE id=?", (momentum, pid))
-                if what == "correct":
+                if what in CORRECTIONS:  # the roll's dice as they were (a removed die comes back)
                     reading = Reading(**{**before["reading"], "dice": ()})
                     reading = replace(reading, dice=tuple(Die.from_json(d) for d in before["reading"]["dice"]))
                     roll = self.roll(before["roll"])

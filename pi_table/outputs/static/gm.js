@@ -1,4 +1,5 @@
-// GM control page: PIN login (session cookie + CSRF token), tokens, scene, system, corrections.
+// GM control page: PIN login (session cookie + CSRF token), tokens, scene, system, corrections
+// (a die's face and kind, a false die removed).
 "use strict";
 const $ = (id) => document.getElementById(id);
 let csrf = null, source = null;
@@ -61,47 +62,86 @@ async function refresh() {
   drawDice();
 }
 
-// "Correct a die": one field per die of the last roll. While the GM edits a field, a newer roll
-// does not replace the fields: they go on correcting the roll they show (any roll may be corrected).
+// "Correct a die": one field per die of the last roll, a kind menu where the roll's system reads
+// more than one kind (a d10 read as a d8), and "remove" for a false die (a pip or a mark on the
+// tray read as a die; asks first, and undo brings it back). While the GM edits a field, a newer
+// roll does not replace the fields: they go on correcting the roll they show (any roll may be corrected).
 function drawDice() {
-  const box = $("last-dice"), roll = lastRoll;
+  const box = $("last-dice"), roll = lastRoll, note = $("dice-note");
   const fields = [...box.querySelectorAll("input")];
   const shown = Number(box.dataset.roll);
   if (roll && roll.id === shown && fields.length === roll.dice.length) {
     roll.dice.forEach((d, i) => markDie(fields[i], d, i));
-  } else if (fields.some(editing)) {
-    $("dice-note").textContent = `A newer roll came in: these fields still correct roll #${shown}.`;
-    $("dice-note").hidden = false;
+  } else if ((!roll || roll.id !== shown) && [...fields, ...box.querySelectorAll("select")].some(editing)) {
+    // (the shown roll with a die more or less, a die removed or put back, is drawn again: its
+    // fields' places no longer name its dice)
+    note.textContent = `A newer roll came in: these fields still correct roll #${shown}.`;
+    note.hidden = false;
     return;
   } else {
     box.replaceChildren(); delete box.dataset.roll;
     if (roll) {
       box.dataset.roll = roll.id;
-      roll.dice.forEach((d, i) => box.appendChild(dieForm(roll.id, d, i)));
+      roll.dice.forEach((d, i) => box.appendChild(dieForm(roll, d, i)));
     }
   }
-  $("dice-note").hidden = true;
+  note.hidden = !(roll && roll.id !== null && !roll.dice.length);
+  if (!note.hidden) note.textContent = `Roll #${roll.id} has no die left (${roll.outcome}): Undo last change brings the last one back.`;
 }
 
-function dieForm(rollId, d, i) {
+// The kinds a die of this roll may be set to, where its system reads more than one (GET /api/systems):
+// those, and the die's own kind as read; none (no menu) where the system reads one kind.
+function kindsFor(roll, d) {
+  const read = (systems[roll.system] || {}).kinds || [];
+  return read.length > 1 ? [...new Set([...read, d.kind])] : [];
+}
+
+function dieForm(roll, d, i) {
+  const rollId = roll.id;
   const f = document.createElement("form"); f.className = "fix";
   const inp = document.createElement("input"); inp.setAttribute("aria-label", `die ${i + 1} face`); inp.placeholder = "?";
-  const b = document.createElement("button"); b.textContent = `set ${d.kind} #${i + 1}`;
-  f.append(inp, b);
+  const b = document.createElement("button"); b.className = "set";
+  f.append(inp);
+  const kinds = kindsFor(roll, d);
+  let sel = null;
+  if (kinds.length) {
+    sel = document.createElement("select"); sel.className = "kind"; sel.setAttribute("aria-label", `die ${i + 1} kind`);
+    for (const k of kinds) { const o = document.createElement("option"); o.value = o.textContent = k; sel.appendChild(o); }
+    sel.addEventListener("blur", () => setTimeout(drawDice));
+    f.append(sel);
+  }
+  const rm = document.createElement("button"); rm.type = "button"; rm.className = "remove-die"; rm.textContent = "remove";
+  rm.setAttribute("aria-label", `remove die ${i + 1}`);
+  f.append(b, rm);
   markDie(inp, d, i);
   f.onsubmit = (e) => {
     e.preventDefault();
-    act(async () => { await api("PUT", `/api/rolls/${rollId}/dice/${i}`, { face: inp.value }); released.add(inp); }, "die corrected");
+    // the kind is sent only when the GM changed it: {"face"} alone corrects a face as it always has
+    const fix = sel && sel.value !== f.dataset.kind ? { face: inp.value, kind: sel.value } : { face: inp.value };
+    act(async () => { await api("PUT", `/api/rolls/${rollId}/dice/${i}`, fix); released.add(inp); if (sel) released.add(sel); }, "die corrected");
+  };
+  rm.onclick = () => {
+    const die = f.dataset.die;
+    if (!confirm(`Remove ${die} from roll #${rollId}? Only for a die that is not there (a pip or a mark on the tray). Undo brings it back.`)) return;
+    act(async () => {
+      await api("DELETE", `/api/rolls/${rollId}/dice/${i}`);
+      $("last-dice").replaceChildren();  // the dice after it moved up a place: draw the roll's fields anew
+    },
+      `${die} removed from roll #${rollId} ("Undo last change" brings it back)`);
   };
   inp.addEventListener("blur", () => setTimeout(drawDice));  // a field left unchanged lets the newest roll in
   return f;
 }
 
 function markDie(inp, d, i) {
+  const f = inp.closest("form"), sel = f.querySelector("select.kind");
   fill(inp, d.face);
+  if (sel) fill(sel, d.kind);
+  f.querySelector("button.set").textContent = sel ? `set #${i + 1}` : `set ${d.kind} #${i + 1}`;
+  f.dataset.die = `die ${i + 1} (${d.kind} ${d.face || "?"})`; f.dataset.kind = d.kind;
   const warn = d.status !== "ok";
-  inp.closest("form").classList.toggle("warn", warn);
-  if (warn) inp.title = `die ${i + 1} ${d.status}: type its face`; else inp.removeAttribute("title");
+  f.classList.toggle("warn", warn);
+  if (warn) inp.title = `die ${i + 1} ${d.status}: type its face, or remove it if it is no die`; else inp.removeAttribute("title");
 }
 
 // Players: pick the roller, adjust momentum (seed 004) and luck points (seed 001), remove.
@@ -142,8 +182,8 @@ async function act(fn, done) {
 
 async function enter() {
   $("login").hidden = true; $("controls").hidden = false; $("login-msg").textContent = ""; say("");
+  systems = await fetch("/api/systems").then((r) => r.json()).catch(() => ({}));  // before the dice: their kind menus
   await refresh();
-  systems = await fetch("/api/systems").then((r) => r.json()).catch(() => ({}));
   if (source) source.close();
   source = new EventSource("/api/events");
   source.addEventListener("state", refresh);
