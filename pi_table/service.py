@@ -58,6 +58,12 @@ class Settings:
         pins: GPIO wiring.
         max_viewers: live streams held at once (more get 503).
         threads: web server worker threads (each live stream holds one).
+        keep_photos: roll photos kept in ``state_dir/rolls``: the newest rolls' (0..10_000_000;
+            0: none is stored). An older roll loses its photo, never its place in the history
+            (:meth:`pi_table.table.Table.forget_photos`). Default 5000: a camera's 1280x960 photo
+            is about 100..250 KB, so at most about 0.5..1.2 GB of the SD card, and months of weekly
+            game nights still have theirs; without a cap a camera that watches the tray for months
+            (every change in it is a roll) fills the card.
     """
 
     source: str | None = None
@@ -72,10 +78,11 @@ class Settings:
     pins: PinConfig = field(default_factory=PinConfig)
     max_viewers: int = 100
     threads: int = 0
+    keep_photos: int = 5000
 
     def check(self) -> None:
-        """Raise ValueError naming the first out-of-range setting (port, max_viewers, threads, interval_s,
-        settle_s, the GM PIN's length), before anything is written to the state directory."""
+        """Raise ValueError naming the first out-of-range setting (port, max_viewers, threads, keep_photos,
+        interval_s, settle_s, the GM PIN's length), before anything is written to the state directory."""
         for key in (*_INTS, "interval_s", "settle_s", "pin"):
             _check_setting(key, getattr(self, key), key)
 
@@ -106,7 +113,7 @@ class Settings:
 #: Rolls the demo's table (in memory) keeps: it replays its photos for as long as serve runs.
 DEMO_ROLLS_KEPT = 500
 
-_INTS = {"port": (1, 65535), "max_viewers": (1, 10_000), "threads": (0, 1_000)}
+_INTS = {"port": (1, 65535), "max_viewers": (1, 10_000), "threads": (0, 1_000), "keep_photos": (0, 10_000_000)}
 
 
 def _check_setting(key: str, value, where: str) -> object:
@@ -280,6 +287,8 @@ class Service:
                 roll = self.table.record(reading, image=self._store_image(image, settled.frame.name))
                 if self.demo:
                     self.table.keep_newest_rolls(DEMO_ROLLS_KEPT)
+                else:
+                    self._forget_old_photos()
                 self.rolls_read += 1
             except BaseException:
                 self.panel.show_status(before)
@@ -322,12 +331,15 @@ class Service:
         future.add_done_callback(again)
 
     def _store_image(self, image, name: str = "") -> str | None:
-        """Write the photo a roll was read from; its path, or None (and a notice) if it cannot be.
-        A demo roll's photo is the bundled file it was read from (``name``), not a copy."""
+        """Write the photo a roll was read from; its path, or None (and a notice) if it cannot be;
+        None with ``keep_photos = 0``. A demo roll's photo is the bundled file it was read from
+        (``name``), not a copy."""
         import cv2
 
         if self.demo and Path(name).parent == DEMO_DIR:
             return name
+        if self.settings.keep_photos == 0:
+            return None
 
         path = self.images_dir / f"{time.time_ns()}.jpg"
         try:
@@ -346,6 +358,21 @@ class Service:
             path.unlink(missing_ok=True)
             self.notices["images"] = f"roll photos are not being stored ({exc.strerror or exc})"
             return None
+
+    def _forget_old_photos(self) -> None:
+        """Delete the photos of rolls older than the newest ``keep_photos`` that hold one (the rolls
+        stay in the history). A database that cannot be written now leaves them for the next roll."""
+        try:
+            paths = self.table.forget_photos(self.settings.keep_photos)
+        except sqlite3.OperationalError as exc:
+            log.info("old roll photos not let go of yet: %s", exc)
+            return
+        for path in map(Path, paths):
+            if path.parent == self.images_dir:  # only the kit's own photos, never a file named elsewhere
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError as exc:
+                    log.warning("old roll photo %s not deleted: %s", path, exc)
 
     def run(self, source_spec: str | None = None, max_rolls: int | None = None) -> None:
         """Capture loop: frames from the source, settled rolls handled, until stopped.

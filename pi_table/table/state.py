@@ -40,6 +40,8 @@ CREATE TABLE IF NOT EXISTS rolls (
     result TEXT NOT NULL,
     image TEXT
 );
+-- the rolls that still hold a photo, newest first, without reading the whole history (Table.forget_photos)
+CREATE INDEX IF NOT EXISTS rolls_with_photo ON rolls(id) WHERE image IS NOT NULL;
 CREATE TABLE IF NOT EXISTS changes (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     t REAL NOT NULL,
@@ -456,6 +458,27 @@ class Table:
         with self._lock, self._db:
             cur = self._db.execute("DELETE FROM rolls WHERE id <= (SELECT MAX(id) FROM rolls) - ?", (int(keep),))
         return cur.rowcount
+
+    def forget_photos(self, keep: int) -> list[str]:
+        """Let go of the photos of every roll but the newest ``keep`` that hold one: their
+        ``image`` becomes NULL, while the rolls themselves (dice, outcome, why, what they did to
+        the tokens) stay in the history. Returns the paths let go of, oldest first, for the caller
+        to delete (the table never deletes files). Rolls kept in memory are not touched.
+
+        Raises:
+            ValueError: ``keep`` below 0. sqlite3.OperationalError: the database cannot be written
+                now (locked, disk full); nothing changed then.
+        """
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise ValueError(f"keep must be a whole number >= 0, got {keep!r}")
+        with self._lock:
+            rows = self._db.execute("SELECT id, image FROM rolls WHERE image IS NOT NULL ORDER BY id DESC "
+                                    "LIMIT -1 OFFSET ?", (keep,)).fetchall()
+            if rows:
+                with self._db:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    self._db.executemany("UPDATE rolls SET image=NULL WHERE id=?", [(rid,) for rid, _ in rows])
+        return [image for _, image in reversed(rows)]
 
     def _cached_system(self) -> tuple[str, dict]:
         try:

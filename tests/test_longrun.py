@@ -1,0 +1,61 @@
+"""What months of ``serve`` on a Pi must not do: grow without bound (roll photos on the SD
+card), lose rolls kept in memory when it stops, let photos take the room the roll history
+needs, or burn the CPU watching a still tray."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from pi_table.capture import Frame
+from pi_table.service import Service, Settings
+from tests.conftest import FakeReader, d6_reading
+
+
+def photo_frames(n: int, tmp_path: Path) -> list[Frame]:
+    """``n`` settled frames (a photo source's), each a different small tray photo."""
+    frames = []
+    for i in range(n):
+        image = np.full((48, 64, 3), 90, np.uint8)
+        cv2.circle(image, (8 + 5 * i % 50, 20), 6, (250, 250, 250), -1)
+        frames.append(Frame(image=image, t=float(i), index=i, name=str(tmp_path / f"p{i}.jpg"), settled=True))
+    return frames
+
+
+def record(service: Service, frames: list[Frame]) -> list:
+    from pi_table.capture import SettledRoll
+
+    return [service.handle(SettledRoll(f, 0.0, 1.0)) for f in frames]
+
+
+def test_roll_photos_kept_are_capped_and_the_history_stays(tmp_path, mock_pins):
+    """Each roll stored a JPEG in rolls/ for ever (a camera watching for months fills the SD card);
+    now only the newest ``keep_photos`` rolls keep theirs: older photos are deleted, their rolls
+    (dice, outcome, tokens) stay, with ``image_url`` null."""
+    service = Service(Settings(state_dir=tmp_path / "s", pin="1357", keep_photos=3), reader=FakeReader(d6_reading(4)))
+    rolls = record(service, photo_frames(10, tmp_path))
+    photos = sorted((tmp_path / "s" / "rolls").iterdir())
+    assert len(photos) == 3
+    history = service.table.rolls(limit=20)
+    assert len(history) == 10 and [r.id for r in history] == [r.id for r in reversed(rolls)]
+    with_photo = [r for r in history if r.image]
+    assert [r.id for r in with_photo] == [r.id for r in history[:3]]  # the newest three
+    assert sorted(Path(r.image) for r in with_photo) == photos
+    assert all(r.to_json()["image_url"] is None for r in history[3:])
+    service.close()
+
+
+def test_keep_photos_zero_stores_none_and_the_key_is_checked(tmp_path, mock_pins):
+    service = Service(Settings(state_dir=tmp_path / "s", pin="1357", keep_photos=0), reader=FakeReader(d6_reading(4)))
+    rolls = record(service, photo_frames(3, tmp_path))
+    assert list((tmp_path / "s" / "rolls").iterdir()) == [] and all(r.image is None for r in rolls)
+    assert not any("photo" in n for n in service.state().notices)  # no photo by choice is no fault
+    service.close()
+    (tmp_path / "c.toml").write_text("keep_photos = -1\n")
+    with pytest.raises(ValueError, match=re.escape("config key 'keep_photos'") + ".*got -1"):
+        Settings.from_file(tmp_path / "c.toml")
+    assert Settings().keep_photos == 5000
