@@ -59,3 +59,33 @@ def test_keep_photos_zero_stores_none_and_the_key_is_checked(tmp_path, mock_pins
     with pytest.raises(ValueError, match=re.escape("config key 'keep_photos'") + ".*got -1"):
         Settings.from_file(tmp_path / "c.toml")
     assert Settings().keep_photos == 5000
+
+
+def test_rolls_kept_in_memory_are_written_when_the_table_closes(tmp_path, caplog):
+    """Rolls kept in memory (database locked, disk full) were dropped by close(): serve stopped
+    (SIGTERM, a restart) before the next roll flushed them lost them silently. Now close() writes
+    them if it can, and says how many are lost if it cannot."""
+    import sqlite3
+
+    from pi_table.table import Table
+
+    path = tmp_path / "t.db"
+    table = Table(path, "charge", timeout_s=0.1)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN EXCLUSIVE")
+    table.record(d6_reading(6))
+    table.record(d6_reading(2))
+    assert table.pending == 2
+    blocker.execute("ROLLBACK")
+    table.close()
+    again = Table(path, "charge")
+    assert [r.outcome for r in again.rolls(5)] == ["bad", "full"]
+    again.close()
+
+    table = Table(path, "charge", timeout_s=0.1)
+    blocker.execute("BEGIN EXCLUSIVE")
+    table.record(d6_reading(5))
+    with caplog.at_level("ERROR", logger="pi_table"):
+        table.close()
+    blocker.execute("ROLLBACK")
+    assert any("1 roll(s) kept in memory could not be written" in r.getMessage() for r in caplog.records)

@@ -16,6 +16,7 @@ roller (to the table-level ``tokens.momentum`` while no roller is picked).
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -27,6 +28,8 @@ from typing import Any
 from pi_table import rules
 from pi_table.table.odds import odds_future, roll_odds
 from pi_table.vision.dice import Die, Reading, parse_face
+
+log = logging.getLogger("pi_table")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -901,5 +904,11 @@ class Table:
             self._db.execute("INSERT OR REPLACE INTO settings VALUES ('roller', ?)", (json.dumps(before["roller"]),))
 
     def close(self) -> None:
+        """Write the rolls kept in memory if the database takes them now, then close it. Rolls
+        that still cannot be written (the disk still full) are lost with the process: an error in
+        the log says how many."""
         with self._lock:
+            if not self.flush():
+                log.error("%d roll(s) kept in memory could not be written before closing (%s): they are lost",
+                          len(self._pending), self.last_error)
             self._db.close()
