@@ -6,12 +6,14 @@ buttons call its GM actions, and every change is pushed to viewers and LEDs.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import math
 import hmac
 import logging
 import os
 import secrets
+import shutil
 import sqlite3
 import threading
 import time
@@ -109,6 +111,11 @@ class Settings:
             setattr(settings, key, _check_setting(key, value, f"config key {key!r} in {path}"))
         return settings
 
+
+#: Free space (MiB) on the state directory's disk that roll photos leave to the roll history: below it
+#: a roll is stored without its photo (a notice says so), so that photos never take the room the
+#: database needs (each roll ~2 KB, its WAL up to ~4 MB before a checkpoint).
+PHOTO_RESERVE_MB = 64
 
 #: Rolls the demo's table (in memory) keeps: it replays its photos for as long as serve runs.
 DEMO_ROLLS_KEPT = 500
@@ -343,6 +350,10 @@ class Service:
 
         path = self.images_dir / f"{time.time_ns()}.jpg"
         try:
+            free = shutil.disk_usage(self.images_dir).free
+            if free < PHOTO_RESERVE_MB * 2**20:  # the roll history (table.db) keeps the last of the disk
+                raise OSError(errno.ENOSPC, f"less than {PHOTO_RESERVE_MB} MB free on the disk: the roll history "
+                                            "keeps it")
             ok, data = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 85])
             if not ok:
                 raise OSError("JPEG encoding failed")
@@ -351,12 +362,16 @@ class Service:
                 f.write(data.tobytes())
                 f.flush()
                 os.fsync(f.fileno())  # on the card before the roll that names it is committed (a power cut)
-            self.notices.pop("images", None)
+            if self.notices.pop("images", None) is not None:
+                log.info("roll photos are stored again")
             return str(path)
         except OSError as exc:
-            log.warning("roll photo not stored: %s", exc)
-            path.unlink(missing_ok=True)
-            self.notices["images"] = f"roll photos are not being stored ({exc.strerror or exc})"
+            if not isinstance(exc, FileExistsError):
+                path.unlink(missing_ok=True)
+            notice = f"roll photos are not being stored ({exc.strerror or exc})"
+            if self.notices.get("images") != notice:  # once, not once a roll for as long as the disk is full
+                log.warning("roll photo not stored: %s", exc)
+            self.notices["images"] = notice
             return None
 
     def _forget_old_photos(self) -> None:

@@ -89,3 +89,33 @@ def test_rolls_kept_in_memory_are_written_when_the_table_closes(tmp_path, caplog
         table.close()
     blocker.execute("ROLLBACK")
     assert any("1 roll(s) kept in memory could not be written" in r.getMessage() for r in caplog.records)
+
+
+def test_photos_leave_the_last_free_space_to_the_roll_history(tmp_path, mock_pins, monkeypatch, caplog):
+    """On a nearly full disk every roll still wrote its photo first, so the photos took the room
+    the database needed: rolls piled up in memory (seen on a small tmpfs: space freed by hand was
+    filled by new photos, the rolls still unsaved). Now a photo is not written while less than
+    PHOTO_RESERVE_MB is free: the roll is saved without it, one notice and one log line say so,
+    and photos come back once there is room."""
+    import shutil
+
+    free = {"bytes": 10 * 2**20}
+    real = shutil.disk_usage
+
+    def usage(path):
+        total, used, _ = real(path)
+        return type(real(path))(total, used, free["bytes"])
+
+    monkeypatch.setattr(shutil, "disk_usage", usage)
+    service = Service(Settings(state_dir=tmp_path / "s", pin="1357"), reader=FakeReader(d6_reading(4)))
+    with caplog.at_level("WARNING", logger="pi_table"):
+        rolls = record(service, photo_frames(3, tmp_path))
+    assert all(r.id is not None and r.image is None for r in rolls)
+    assert list((tmp_path / "s" / "rolls").iterdir()) == []
+    assert any("roll photos are not being stored" in n and "MB free" in n for n in service.state().notices)
+    assert len([r for r in caplog.records if "photo" in r.getMessage()]) == 1
+    free["bytes"] = 10 * 2**30
+    roll = record(service, photo_frames(1, tmp_path))[0]
+    assert roll.image and Path(roll.image).is_file()
+    assert not any("photo" in n for n in service.state().notices)
+    service.close()
