@@ -119,3 +119,67 @@ def test_photos_leave_the_last_free_space_to_the_roll_history(tmp_path, mock_pin
     assert roll.image and Path(roll.image).is_file()
     assert not any("photo" in n for n in service.state().notices)
     service.close()
+
+
+class ThirtyFps:
+    """A live camera stand-in at 30 frames a second (``t`` = i / 30): the given images, then stop."""
+
+    live = True
+    settled = False
+    spec = "webcam:0"
+
+    def __init__(self, images, on_end):
+        self.images, self.on_end = images, on_end
+
+    def __iter__(self):
+        for i, image in enumerate(self.images):
+            yield Frame(image=image, t=i / 30, index=i, name=f"cam#{i}")
+        self.on_end()
+
+    def close(self):
+        pass
+
+
+def test_a_live_camera_is_watched_at_most_ten_times_a_second(tmp_path, mock_pins, monkeypatch):
+    """Every frame of a 30 fps camera went through roll settling (resize, blur, compare): ~10% of
+    a desktop core for a still tray with no one at the table, several times that on a Pi, for
+    months. Frames closer than 1/WATCH_FPS s to the last one watched are now skipped: a still
+    tray costs a third, and a throw is still one roll, read once the tray has been still."""
+    import pi_table.service as service_module
+    from tests.test_capture import tray
+
+    pushed = []
+
+    class Counting(service_module.RollSettler):
+        def push(self, frame):
+            pushed.append(frame.index)
+            return super().push(frame)
+
+    monkeypatch.setattr(service_module, "RollSettler", Counting)
+    before, after = tray([(60, 60)]), tray([(200, 200), (100, 250)])
+    moving = [tray([(60 + 20 * k, 60 + 15 * k)]) for k in range(9)]
+    frames = [before] * 30 + moving + [after] * 60  # 1 s still, 0.3 s of a throw, 2 s still
+    service = Service(Settings(state_dir=tmp_path / "s", pin="1357", source="webcam:0"),
+                      reader=FakeReader(d6_reading(5)))
+    monkeypatch.setattr(service_module, "open_source",
+                        lambda spec, interval_s=0: ThirtyFps(frames, on_end=service.stop_event.set))
+    service.run()
+    assert len(pushed) <= len(frames) / 3 + 1
+    assert service.rolls_read == 1
+    roll = service.table.rolls(1)[0]
+    assert int(roll.reading.image.split("#")[1]) >= 39 + 0.8 * 30  # read after settle_s of stillness
+    service.close()
+
+
+def test_settling_counts_a_pixel_changed_in_any_colour():
+    """The settler's colour difference (the largest over B, G, R, computed with OpenCV now) counts
+    the same pixels as the plain numpy reduction it replaced."""
+    from pi_table.capture.settle import RollSettler
+
+    rng = np.random.default_rng(3)
+    settler = RollSettler()
+    for _ in range(5):
+        a = rng.integers(0, 256, (37, 53, 3), np.uint8)
+        b = np.clip(a.astype(int) + rng.integers(-30, 31, a.shape), 0, 255).astype(np.uint8)
+        want = np.count_nonzero(np.abs(a.astype(int) - b.astype(int)).max(axis=2) > settler.pixel_delta) / (37 * 53)
+        assert settler._changed(a, b) == pytest.approx(want)
