@@ -581,6 +581,11 @@ class Service:
         the pages as a corrected one is."""
         return self._corrected(self.table.remove_die(roll_id, index))
 
+    def set_roll_params(self, roll_id: int, params: dict) -> Roll:
+        """The GM sets the parameters a roll is resolved under after the roll (Table.set_roll_params);
+        the changed roll is sent to the pages as a corrected one is."""
+        return self._corrected(self.table.set_roll_params(roll_id, params))
+
     def _corrected(self, roll: Roll) -> Roll:
         self._publish_roll(roll)
         self._changed(status="reroll" if roll.outcome == "reroll" else "ready")

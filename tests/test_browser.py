@@ -695,3 +695,40 @@ def test_viewer_header_shows_no_momentum_off_a_charge_table(served, page):
     page.wait_for_function("document.getElementById('system').textContent.toLowerCase() === 'contract'", timeout=10_000)
     page.wait_for_timeout(100)
     assert page.inner_text("#tokens") == "tension 1"
+
+
+def test_gm_applies_the_parameters_to_the_last_roll_after_it(served, page):
+    """The GM forgot to set The Contract's difficulty 8 before the roll: /gm shows what the last roll
+    was resolved with; "Apply to roll #N" (enabled only while its system is picked) resolves it
+    again under the parameters field (7, 6, 6, 10: 5 successes at 6, 2 at 8), the table's own
+    parameters for the next rolls stay; Undo puts the old ones back. On a small phone's width."""
+    service, base = served
+    service.set_system("contract")
+    service.reader = FakeReader(reading_of(("d10", 7), ("d10", 6), ("d10", 6), ("d10", 10)))
+    roll_now(service)
+    roll = service.state().last_roll
+    assert (roll.outcome, roll.result["successes"]) == ("complete", 5)
+    page.goto(base + "/gm")
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#roll-params:not([disabled])", timeout=10_000)
+    assert page.inner_text("#roll-params") == f"Apply to roll #{roll.id}"
+    assert '"difficulty":6' in page.inner_text("#roll-params-note")
+    page.select_option("#system", "charge")  # another system: the roll keeps its own
+    assert page.locator("#roll-params").is_disabled() and "pick contract" in page.inner_text("#roll-params-note")
+    page.select_option("#system", "contract")
+    page.fill("#params", '{"difficulty": 8}')
+    page.click("#roll-params")
+    page.wait_for_function("document.getElementById('roll-params-note').textContent.includes('\"difficulty\":8')",
+                           timeout=10_000)
+    fixed = service.table.roll(roll.id)
+    assert (fixed.outcome, fixed.result["successes"], fixed.params["difficulty"]) == ("partial", 2, 8)
+    assert service.state().params["difficulty"] == 6 and f"roll #{roll.id} resolved again" in page.inner_text("#msg")
+    box = page.locator("#roll-params").bounding_box()
+    assert box["x"] + box["width"] <= 390  # no sideways scrolling on the phone
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "gm-roll-params.png"), full_page=True)
+    page.click("#undo")
+    page.wait_for_function("document.getElementById('roll-params-note').textContent.includes('\"difficulty\":6')",
+                           timeout=10_000)
+    assert service.table.roll(roll.id).outcome == "complete"

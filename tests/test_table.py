@@ -283,3 +283,60 @@ def test_a_false_die_taken_out_of_the_newest_pool_roll_moves_the_pool(tmp_path):
     fixed = table.remove_die(roll.id, 4)
     assert fixed.outcome != "invalid" and fixed.result["remaining"] == 3 and table.params["pool"] == 3
     assert table.undo() and table.roll(roll.id).outcome == "invalid" and table.params["pool"] == 4
+
+
+def test_the_contracts_difficulty_set_after_the_roll_resolves_it_again_and_undo_puts_it_back(tmp_path):
+    """The GM forgot to set difficulty 8 before the roll: set on the roll afterwards, the roll is
+    resolved again under it (7 and 6 no longer succeed); the table's own params for the next rolls
+    stay as they are. A bad param is refused, named, and changes nothing; undo puts the roll's
+    params and result back."""
+    table = Table(tmp_path / "t.db", "contract")
+    roll = table.record(kinds_reading(("d10", 7), ("d10", 6), ("d10", 6), ("d10", 10)))
+    assert (roll.outcome, roll.result["successes"], roll.params["difficulty"]) == ("complete", 5, 6)
+    fixed = table.set_roll_params(roll.id, {"difficulty": 8})
+    assert (fixed.outcome, fixed.result["successes"], fixed.params) == ("partial", 2, {"difficulty": 8, "dice": None})
+    assert table.roll(roll.id).params["difficulty"] == 8 and table.roll(roll.id).outcome == "partial"
+    assert table.params["difficulty"] == 6 and table.last_change() == ("roll-params", roll.id)
+    with pytest.raises(ValueError, match="difficulty"):
+        table.set_roll_params(roll.id, {"difficulty": 11})
+    with pytest.raises(ValueError, match="'push'"):
+        table.set_roll_params(roll.id, {"push": "die"})  # a charge param: not one the contract takes
+    with pytest.raises(ValueError, match="params must be a JSON object"):
+        table.set_roll_params(roll.id, [8])
+    with pytest.raises(KeyError):
+        table.set_roll_params(999, {"difficulty": 8})
+    assert table.roll(roll.id).params["difficulty"] == 8 and table.last_change() == ("roll-params", roll.id)
+    assert table.undo()
+    back = table.roll(roll.id)
+    assert (back.outcome, back.result["successes"], back.params["difficulty"]) == ("complete", 5, 6)
+    assert table.last_change() is None
+
+
+def test_a_charge_push_set_after_the_roll_takes_two_momentum_from_the_roller_and_undo_gives_it_back(tmp_path):
+    """Seed 004 "Push Yourself": a push costs the roller 2 momentum. Set on a failed action roll
+    afterwards (the GM forgot to tick it), the roller pays the 2 then, as if it had been set first;
+    the other params stay as the roll had them; undo gives the momentum back."""
+    table = Table(tmp_path / "t.db", "charge", {"risk": "high"})
+    ana = table.add_player("Ana", momentum=3)
+    table.set_roller(ana.id)
+    roll = table.record(d6_reading(3))
+    assert roll.outcome == "bad" and table.player(ana.id).momentum == 3
+    table.add_tension(1)
+    fixed = table.set_roll_params(roll.id, {"push": "effect"})
+    assert fixed.params["push"] == "effect" and fixed.params["risk"] == "high" and fixed.result["momentum_spent"] == 2
+    assert table.player(ana.id).momentum == 1 and table.tokens.momentum == 0 and table.tokens.tension == 1
+    assert table.undo()
+    assert table.roll(roll.id).params["push"] == "none" and table.player(ana.id).momentum == 3
+    assert table.tokens.tension == 1
+
+
+def test_a_counted_pool_set_after_the_newest_roll_leaves_the_tables_pool_at_the_dice_left(tmp_path):
+    """The newest pool roll moves the table's pool (seed 000 "Diminishing Resource Pools"); the GM
+    counting the pool only after the roll sets it there as a corrected face does; undo puts the
+    uncounted pool back."""
+    table = Table(tmp_path / "t.db", "contingency-pool")
+    roll = table.record(kinds_reading(("d8", 6), ("d8", 2), ("d8", 5), ("d8", 7)))
+    assert table.params["pool"] is None
+    table.set_roll_params(roll.id, {"pool": 4})
+    assert table.roll(roll.id).params["pool"] == 4 and table.params["pool"] == 2
+    assert table.undo() and table.params["pool"] is None and table.roll(roll.id).params["pool"] is None

@@ -357,3 +357,41 @@ def test_a_die_kind_is_set_with_its_face_over_http(client, service):
     action = service.handle(settled("action.jpg"))
     resp = client.put(f"/api/rolls/{action.id}/dice/3", json={"face": "8", "kind": "d8"}, headers=AUTH)
     assert resp.status_code == 200 and [d["kind"] for d in resp.get_json()["dice"]] == ["d8"] * 4 + ["d6"] * 2
+
+
+def test_a_rolls_params_are_set_after_the_roll_over_http_and_the_pages_get_the_roll_again(client, service):
+    """PUT /api/rolls/<id>/params {"params": {...}}: GM only (401, nothing changed); 404 for no such
+    roll; 400 naming a bad param, a field it does not take, a missing or non-object params, nothing
+    changed; else the roll resolved again under them, sent to the pages as a ``roll`` event of the
+    same id, then ``state``; undo puts the old params back and sends the roll again."""
+    roll = service.handle(settled())  # charge 6, 4, 2: full, +2 momentum to the table
+    url = f"/api/rolls/{roll.id}/params"
+    before = client.get("/api/state").get_json()
+    assert before["tokens"]["momentum"] == 2
+    assert client.put(url, json={"params": {"push": "effect"}}).status_code == 401
+    assert client.put(url, json={"params": {"push": "effect"}}, headers={"Authorization": "Bearer 0000"}).status_code == 401
+    resp = client.put(f"/api/rolls/{roll.id + 5}/params", json={"params": {"push": "effect"}}, headers=AUTH)
+    assert resp.status_code == 404 and resp.get_json() == {"error": f"no roll {roll.id + 5}"}
+    for body, named in (({"params": {"push": "shove"}}, "'shove'"), ({"params": {"difficulty": 8}}, "'difficulty'"),
+                        ({"params": {"push": "effect"}, "parms": {}}, "'parms'"), ({}, "params"),
+                        ({"params": ["push"]}, "params")):
+        resp = client.put(url, json=body, headers=AUTH)
+        assert resp.status_code == 400 and named in resp.get_json()["error"], (body, resp.get_json())
+    assert client.get("/api/state").get_json() == before
+    q = service.hub.subscribe()
+    resp = client.put(url, json={"params": {"push": "effect"}}, headers=AUTH)
+    assert resp.status_code == 200, resp.get_json()
+    got = resp.get_json()
+    assert got["id"] == roll.id and got["params"]["push"] == "effect" and got["result"]["momentum_spent"] == 2
+    assert client.get(f"/api/rolls/{roll.id}").get_json()["params"]["push"] == "effect"
+    events = [q.get_nowait() for _ in range(q.qsize())]
+    assert [e.name for e in events] == ["roll", "state"]
+    assert events[0].data["id"] == roll.id and events[0].data["params"]["push"] == "effect"
+    state = events[1].data
+    assert state["last_roll"]["params"]["push"] == "effect" and state["tokens"]["momentum"] == 0
+    assert state["params"]["push"] == "none"  # the table's params for the next rolls stay
+    assert client.post("/api/undo", headers=AUTH).get_json()["undone"]
+    events = [q.get_nowait() for _ in range(q.qsize())]
+    assert events[0].name == "roll" and events[0].data["params"]["push"] == "none"
+    assert client.get("/api/state").get_json()["tokens"]["momentum"] == 2
+    service.hub.unsubscribe(q)

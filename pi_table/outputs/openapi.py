@@ -121,6 +121,19 @@ SPEC: dict = {
                 "resolved again as a corrected one is (a roll left with no die is invalid) and sent to the "
                 "pages again; undoable (the die comes back)", _json("Roll"),
                 params=_DIE_PATH, not_found=True)},
+        "/api/rolls/{roll_id}/params": {"put": _gm(
+            "set the parameters a recorded roll is resolved under, after the roll (the GM forgot to set "
+            "The Contract's difficulty, a skill check's target, Charge's push first): the keys given replace "
+            "the roll's own, the others stay; checked for the roll's own system (400 naming a bad one); the "
+            "roll is resolved again, tokens and the roller's points move by the difference, the pages get the "
+            "roll again (event `roll`, same id); the table's params for the next rolls stay, but the newest "
+            "roll of a counted pool leaves the pool at the dice left; undoable (the old params come back)",
+            _json("Roll"),
+            {"type": "object", "required": ["params"], "additionalProperties": False, "properties": {
+                "params": {"type": "object", "description": "the roll's system's parameters (as PUT /api/system "
+                           "takes them); keys per system: "
+                           + "; ".join(f"{s}: {', '.join(sorted(p)) or '(none)'}" for s, p in DEFAULT_PARAMS.items())}}},
+            [_path_id("roll_id", "the roll's id")], not_found=True)},
         "/api/system": {"put": _gm(
             "the system and parameters for the next rolls", _json("State"),
             {"type": "object", "required": ["system"], "additionalProperties": False, "properties": {

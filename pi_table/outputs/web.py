@@ -311,6 +311,15 @@ def create_app(service) -> Flask:
         """A false die (a pip, a mark on the tray) taken out of the roll; answers the roll as it is now."""
         return jsonify(service.remove_die(roll_id, index).to_json())
 
+    @app.put("/api/rolls/<int:roll_id>/params")
+    def roll_params(roll_id: int):
+        """The parameters a recorded roll is resolved under, set after the roll (the GM forgot to set
+        them first): ``{"params": {...}}``, keys not given stay as the roll had them; answers the roll."""
+        data = body("params")
+        if "params" not in data:
+            raise ValueError("params is missing: send {\"params\": {...}}")
+        return jsonify(service.set_roll_params(roll_id, data["params"]).to_json())
+
     @app.post("/api/undo")
     def undo():
         done = service.undo()

@@ -74,9 +74,10 @@ REROLL = "reroll"
 INVALID = "invalid"
 #: GM changes that touch only players and the roller (undone without touching the tokens).
 PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller")
-#: GM changes to a recorded roll's dice: a face (and kind) typed, a false die taken out. Each logs the
-#: roll's reading as it was; undo puts it back and resolves the roll again.
-CORRECTIONS = ("correct", "remove-die")
+#: GM changes to a recorded roll: a face (and kind) typed, a false die taken out, the parameters it is
+#: resolved under set after the roll. Each logs the roll's reading and params as they were; undo puts
+#: them back and resolves the roll again.
+CORRECTIONS = ("correct", "remove-die", "roll-params")
 #: Longest a roll's JSON waits for odds computed in the background, in seconds.
 ODDS_WAIT_S = 0.05
 
@@ -660,15 +661,41 @@ class Table:
             dice = roll.reading.dice[:index] + roll.reading.dice[index + 1:]
             return self._correct(roll, replace(roll.reading, dice=dice), "remove-die")
 
-    def _correct(self, roll: Roll, reading: Reading, what: str) -> Roll:
-        """Store ``reading`` as ``roll``'s dice (a GM correction, one of :data:`CORRECTIONS`),
-        resolved again under the roll's own system and params. The tokens and the roller's
-        points change by the difference between the old and the new resolution's effects, the
-        newest pool roll's pool follows it, and the change is logged as ``what`` with the
-        reading as it was, for :meth:`undo`. Returns the roll as stored."""
+    def set_roll_params(self, roll_id: int, params: dict) -> Roll:
+        """The GM sets the parameters a recorded roll is resolved under, after the roll (he forgot
+        to set The Contract's difficulty, a skill check's target, Charge's push first). The keys
+        given replace the roll's own (the others stay as the roll had them), checked for the
+        roll's own system (:func:`pi_table.rules.validate_params`); the roll is resolved again
+        under them and tokens and the roller's points move by the difference, as a corrected
+        face's do (:meth:`_correct`). Undoable: the roll's params and result come back.
+
+        The table's params for the next rolls are left as they are, but where the roll moved
+        them: the newest roll of a counted pool (``contingency-pool`` ``pool``) on a table still
+        playing it leaves the table's pool at the dice left under the new params, as a corrected
+        face does (:func:`pool_after`).
+
+        Raises:
+            KeyError: no such roll. ValueError: params not a mapping, or a key or value the
+                roll's system does not take (named); nothing changes then.
+        """
+        if not isinstance(params, dict):
+            raise ValueError(f"params must be a JSON object, got {params!r}")
+        with self._lock:
+            roll = self.roll(roll_id)
+            params = rules.validate_params(roll.system, {**roll.params, **params})
+            return self._correct(roll, roll.reading, "roll-params", params)
+
+    def _correct(self, roll: Roll, reading: Reading, what: str, params: dict | None = None) -> Roll:
+        """Store ``reading`` as ``roll``'s dice and ``params`` (None: the roll's own, already
+        checked) as its parameters (a GM correction, one of :data:`CORRECTIONS`), resolved again
+        under the roll's own system. The tokens and the roller's points change by the difference
+        between the old and the new resolution's effects, the newest pool roll's pool follows
+        it, and the change is logged as ``what`` with the reading and params as they were, for
+        :meth:`undo`. Returns the roll as stored."""
         roll_id = roll.id
+        params = roll.params if params is None else params
         _, _, _, old_effects = resolve_reading(roll.system, roll.params, roll.reading)
-        outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)
+        outcome, result, why, effects = resolve_reading(roll.system, params, reading)
         owner = self._find_player(roll.player["id"]) if roll.player else None
         if owner is not None:  # what the correction makes the roll spend beyond what it spent
             more = replace(effects, momentum_spent=effects.momentum_spent - old_effects.momentum_spent,
@@ -677,7 +704,7 @@ class Table:
         to_table = owner is None
         tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
         payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": roll.player})
-        extra = {"roll": roll_id, "reading": roll.reading.to_json()}
+        extra = {"roll": roll_id, "reading": roll.reading.to_json(), "roll_params": roll.params}
         momentum = effects.net_momentum - old_effects.net_momentum
         luck = old_effects.luck_spent - effects.luck_spent
         if owner is not None:
@@ -688,8 +715,9 @@ class Table:
             extra["player_points"] = [owner.id, owner.momentum, owner.luck, momentum, luck]
         latest = self._db.execute("SELECT MAX(id) FROM rolls").fetchone()[0]
         following = None
-        if roll_id == latest and roll.system == self.system and roll.params.get("pool") is not None:
-            following = pool_after(roll.system, roll.params, result) or roll.params  # as the roll left it
+        if roll_id == latest and roll.system == self.system and (
+                roll.params.get("pool") is not None or params.get("pool") is not None):
+            following = pool_after(roll.system, params, result) or params  # as the roll left it
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
             self._log_change(what, extra, tokens_after=tokens)
@@ -697,14 +725,14 @@ class Table:
                 self._db.execute("INSERT OR REPLACE INTO settings VALUES ('params', ?)", (json.dumps(following),))
             if owner is not None:
                 self._add_points(owner.id, momentum, luck)
-            self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
-                             (_reading_to_json(reading), outcome, payload, roll_id))
+            self._db.execute("UPDATE rolls SET reading=?, params=?, outcome=?, result=? WHERE id=?",
+                             (_reading_to_json(reading), json.dumps(params), outcome, payload, roll_id))
             self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
         return self.roll(roll_id)
 
     def last_change(self) -> tuple[str, int | None] | None:
         """The GM change :meth:`undo` takes back next: ``(what, id of the roll it corrected or
-        None)``, e.g. ``("correct", 12)``, ``("remove-die", 12)`` or ``("tension", None)``; None
+        None)``, e.g. ``("correct", 12)``, ``("roll-params", 12)`` or ``("tension", None)``; None
         when none is left."""
         with self._lock:
             row = self._db.execute("SELECT what, before FROM changes ORDER BY id DESC LIMIT 1").fetchone()
@@ -713,7 +741,8 @@ class Table:
         return row[0], json.loads(row[1]).get("roll") if row[0] in CORRECTIONS else None
 
     def undo(self) -> bool:
-        """Undo the last GM change (system, tokens, scene, correction or removed die, players, roller).
+        """Undo the last GM change (system, tokens, scene, correction, removed die or a roll's params,
+        players, roller).
         False if none is left.
 
         A player change undoes only itself (the player's row, the roller); momentum that
@@ -745,15 +774,16 @@ class Table:
                 elif "player_momentum" in before:  # logged before corrections kept their difference
                     pid, momentum = before["player_momentum"]
                     self._db.execute("UPDATE players SET momentum=? WHERE id=?", (momentum, pid))
-                if what in CORRECTIONS:  # the roll's dice as they were (a removed die comes back)
+                if what in CORRECTIONS:  # the roll's dice and params as they were (a removed die comes back)
                     reading = Reading(**{**before["reading"], "dice": ()})
                     reading = replace(reading, dice=tuple(Die.from_json(d) for d in before["reading"]["dice"]))
                     roll = self.roll(before["roll"])
-                    outcome, result, why, effects = resolve_reading(roll.system, roll.params, reading)
+                    params = before.get("roll_params", roll.params)  # (logged before params could be set)
+                    outcome, result, why, effects = resolve_reading(roll.system, params, reading)
                     payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__,
                                           "player": roll.player})
-                    self._db.execute("UPDATE rolls SET reading=?, outcome=?, result=? WHERE id=?",
-                                     (_reading_to_json(reading), outcome, payload, before["roll"]))
+                    self._db.execute("UPDATE rolls SET reading=?, params=?, outcome=?, result=? WHERE id=?",
+                                     (_reading_to_json(reading), json.dumps(params), outcome, payload, before["roll"]))
                 self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
             return True
 

@@ -1,5 +1,5 @@
 // GM control page: PIN login (session cookie + CSRF token), tokens, scene, system, corrections
-// (a die's face and kind, a false die removed).
+// (a die's face and kind, a false die removed, the parameters the last roll is resolved under).
 "use strict";
 const $ = (id) => document.getElementById(id);
 let csrf = null, source = null;
@@ -44,7 +44,23 @@ $("system").onchange = () => {
   const sys = $("system").value;
   const params = sys === table.system ? table.params : (systems[sys] || {}).params;
   if (params) $("params").value = JSON.stringify(params);
+  drawRollParams();
 };
+
+// "Apply to roll #N": the parameters field set on the last roll, after it (the GM forgot to set
+// them first; PUT /api/rolls/<id>/params). Only for a roll of the system picked here (a roll
+// keeps its own system); the note shows what the roll was resolved with.
+function drawRollParams() {
+  const roll = lastRoll, btn = $("roll-params"), note = $("roll-params-note");
+  const saved = Boolean(roll) && roll.id !== null && roll.id !== undefined;
+  btn.disabled = !saved || roll.system !== $("system").value;
+  btn.textContent = saved ? `Apply to roll #${roll.id}` : "Apply to the last roll";
+  note.hidden = !saved;
+  if (saved) {
+    note.textContent = `Roll #${roll.id} (${roll.system}) was resolved with ${JSON.stringify(roll.params)}`
+      + (btn.disabled ? `: pick ${roll.system} above to change them.` : ".");
+  }
+}
 
 async function refresh() {
   const s = await (await fetch("/api/state")).json();
@@ -60,6 +76,7 @@ async function refresh() {
   $("leds").textContent = `tension bar ${sess.leds.tension} lit${sess.leds.tension_over ? " (more: last blinks)" : ""}, second bar ${sess.leds.omens} lit${sess.leds.omens_over ? " (more: last blinks)" : ""}, status ${sess.leds.status}` + (sess.mock_pins ? " (mock pins)" : "");
   lastRoll = s.last_roll;
   drawDice();
+  drawRollParams();
 }
 
 // "Correct a die": one field per die of the last roll, a kind menu where the roll's system reads
@@ -208,5 +225,12 @@ $("set-system").onclick = () => act(async () => {
   await api("PUT", "/api/system", { system: $("system").value, params: JSON.parse($("params").value || "{}") });
   released.add($("system")); released.add($("params"));
 }, "system set");
+
+$("roll-params").onclick = () => {
+  const id = lastRoll && lastRoll.id;
+  act(async () => {
+    await api("PUT", `/api/rolls/${id}/params`, { params: JSON.parse($("params").value || "{}") });
+  }, `roll #${id} resolved again with these parameters (Undo last change takes it back; "Use for next rolls" sets them for the next rolls too)`);
+};
 
 (async () => { const s = await (await fetch("/gm/session")).json(); if (s.gm) { csrf = s.csrf; await enter(); } })();
