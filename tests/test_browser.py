@@ -56,6 +56,14 @@ def roll_now(service: Service) -> None:
     service.handle(SettledRoll(Frame(image=image, t=0.0, index=0, name="tray.jpg", settled=True), 1.0, 0.1))
 
 
+def gm_login(page, base: str) -> None:
+    """Open /gm and sign in with the served table's PIN; returns once the controls show."""
+    page.goto(base + "/gm")
+    page.fill("#pin", "8642")
+    page.click("#login button")
+    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+
+
 def test_viewer_shows_a_roll_live_without_reloading(served, page):
     service, base = served
     page.goto(base + "/")
@@ -197,10 +205,7 @@ def test_viewer_draws_the_odds_chart_and_the_players(served, page):
 
 def test_gm_adds_a_player_and_picks_the_roller(served, page):
     service, base = served
-    page.goto(base + "/gm")
-    page.fill("#pin", "8642")
-    page.click("#login button")
-    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    gm_login(page, base)
     page.fill("#player-name", "Bo")
     page.click("#add-player button")
     page.wait_for_selector(".player-gm", timeout=10_000)
@@ -305,10 +310,7 @@ def test_gm_page_asks_for_the_pin_again_when_its_session_is_gone(served, page):
     with what they had typed still there. (The browser's cookies are cleared here: to the server
     that is the same as a session from an earlier run.)"""
     service, base = served
-    page.goto(base + "/gm")
-    page.fill("#pin", "8642")
-    page.click("#login button")
-    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    gm_login(page, base)
     page.click("#give")
     page.wait_for_function("document.getElementById('tension').textContent === '1'", timeout=10_000)
     page.evaluate("window.__marker = 'same page'")
@@ -635,10 +637,7 @@ def test_gm_picking_another_system_shows_its_parameters(served, page):
     for charge"). Picking the table's own system again shows the table's parameters."""
     service, base = served
     service.set_system("contract", {"difficulty": 7})
-    page.goto(base + "/gm")
-    page.fill("#pin", "8642")
-    page.click("#login button")
-    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    gm_login(page, base)
     page.wait_for_function("document.getElementById('params').value.includes('difficulty')", timeout=10_000)
     page.select_option("#system", "charge")
     assert json.loads(page.input_value("#params")) == rules.DEFAULT_PARAMS["charge"]
@@ -657,10 +656,7 @@ def test_gm_spends_and_gives_omens_and_records_a_choice_to_fail(served, page):
     advantage (the page had no omen control at all)."""
     service, base = served
     service.set_system("contingency-skill", {"advantage": 1})
-    page.goto(base + "/gm")
-    page.fill("#pin", "8642")
-    page.click("#login button")
-    page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
+    gm_login(page, base)
     page.click("#choose-fail")
     page.wait_for_function("document.getElementById('omens').textContent === '3'", timeout=10_000)
     assert "GM gains 3 omens" in page.inner_text("#msg") and service.state().tokens.gm_omens == 3
