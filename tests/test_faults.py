@@ -13,7 +13,6 @@ import time
 import urllib.request
 
 import numpy as np
-import pytest
 
 from pi_table.capture import Frame
 from pi_table.outputs.events import Event, EventHub

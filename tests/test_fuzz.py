@@ -95,7 +95,7 @@ def check(resp, allow=()) -> None:
     assert resp.status_code < 500 or resp.status_code in allow, (resp.status_code, raw[:300])
     assert b"Traceback" not in raw and b'File "' not in raw
     if resp.status_code >= 400:
-        assert resp.is_json, (resp.status_code, text[:200])
+        assert resp.is_json, (resp.status_code, raw[:200])
         data = resp.get_json()
         assert isinstance(data, dict) and isinstance(data.get("error"), str), data
         message = data["error"]

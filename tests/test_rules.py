@@ -11,7 +11,7 @@ from fractions import Fraction
 import pytest
 
 from pi_table import rules
-from pi_table.rules import charge, contingency, contract, skill
+from pi_table.rules import charge, contract, skill
 from pi_table.rules import odds, odds_detail, resolve, resolve_dice, validate_params
 
 

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import cv2
 import numpy as np
-import pytest
 
 from pi_table.capture.sources import DEMO_DIR
 from pi_table.service import Service, Settings

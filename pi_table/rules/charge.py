@@ -223,8 +223,8 @@ def resolve(
     Raises:
         ValueError: a face off the d6, a count that does not fit the pool, a bad option.
     """
-    p = validate_params({"dots": dots, "roll": roll, "risk": risk, "effect": effect,
-                         "assist": assist, "push": push, "tension": tension})
+    validate_params({"dots": dots, "roll": roll, "risk": risk, "effect": effect,
+                    "assist": assist, "push": push, "tension": tension})
     bonus = bonus_dice(assist, push, tension)
     faces = check_faces("dice", dice, 6, 1, MAX_DICE + 2)
     if dots is None:

@@ -18,7 +18,7 @@ import json
 import re
 import sys
 from fractions import Fraction
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from pi_table.rules import api
 from pi_table.rules._common import OddsDetail, Resolution, _jsonable
