@@ -407,3 +407,17 @@ def test_card_scores_a_rendered_folder_whole_and_cut_out(tmp_path):
     assert cmds == ["before", f"pi-table eval {out}", f"pi-table eval {out} --cut-crops 1.3"]
     assert whole["all"]["dice"] >= 2 and "d8" in whole["all"]["kinds"]
     assert [r.split(" | ")[0] for r in rows if "d8" in r] == ["| close: d8", "| close: d8, cut at 1.3x the box"]
+
+
+@pytest.mark.parametrize("argv, says", [(["--out", "y", "--n", "ten"], "argument --n: invalid int value: 'ten'"),
+                                        (["--n", "3"], "the following arguments are required: --out"),
+                                        (["compare", "--out", "y.png", "--zoom", "2x"], "invalid int value: '2x'")])
+def test_cli_gives_one_line_for_a_usage_error(capsys, argv, says):
+    """A missing or malformed option is one line naming it and exit status 2 (pi_table.cli.Parser), not
+    argparse's usage dump."""
+    from pi_table.train.render.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and says in err, err

@@ -1132,3 +1132,23 @@ def test_oversample_draws_a_kind_more_often_and_refuses_a_bad_value(tmp_path, ca
         assert stop.value.code == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and err.startswith("error: --oversample: must be KIND=W") and repr(bad) in err
+
+
+@pytest.mark.parametrize("module, argv, says", [
+    ("pi_table.train.__main__", ["--data", "x", "--out", "y", "--seed", "x1"], "argument --seed: invalid int value: 'x1'"),
+    ("pi_table.train.__main__", ["--data", "x"], "the following arguments are required: --out"),
+    ("pi_table.train.numerals", ["--renders", "x", "--out", "y", "--steps", "many"], "invalid int value: 'many'"),
+    ("pi_table.train.cocked", ["--out", "y"], "the following arguments are required: --renders"),
+    ("pi_table.train.card", ["--data", "x", "--note"], "argument --note: expected one argument"),
+])
+def test_training_commands_give_one_line_for_a_usage_error(capsys, module, argv, says):
+    """A missing or malformed option is one line naming it and exit status 2, as pi-table's own
+    commands (pi_table.cli.Parser): not argparse's usage dump of the whole option list (the renderer's:
+tests/test_render.py)."""
+    import importlib
+
+    mod = importlib.import_module(module)
+    with pytest.raises(SystemExit) as stop:
+        (mod.parse_args if hasattr(mod, "parse_args") else mod.main)(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and says in err, err

@@ -24,13 +24,14 @@ from pathlib import Path
 
 import numpy as np
 
+from pi_table.cli import Parser
 from pi_table.train import one_cycle, refuse, refuse_bad_options
 from pi_table.train.numerals import NUMBERED, bound_warning, fit_temperature, md5_of
 from pi_table.vision.dataset import boxes_pips, is_calib_render, load_label_fixes, with_die_boxes, with_label_fixes
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python3 -m pi_table.train", description=__doc__.splitlines()[0])
+    p = Parser(prog="python3 -m pi_table.train", description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, action="append", required=True, help="labelled real photos (YOLO folders); repeatable")
     p.add_argument("--renders", type=Path, action="append", default=[], help="rendered folders (pi_table.train.render); repeatable")
     p.add_argument("--cls-renders", type=Path, action="append", default=[],

@@ -9,11 +9,12 @@ Every figure in the cards is measured here by the same code as ``pi-table eval``
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from datetime import date
 from pathlib import Path
+
+from pi_table.cli import Parser
 
 
 def _row(name: str, s: dict) -> str:
@@ -41,7 +42,7 @@ def _rendered_rows(reader, folder: Path, cmds: list[str]) -> tuple[dict, list[st
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python3 -m pi_table.train.card", description=__doc__.splitlines()[0])
+    p = Parser(prog="python3 -m pi_table.train.card", description=__doc__.splitlines()[0])
     p.add_argument("--models", type=Path, default=Path("models"))
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--renders", type=Path, help="rendered validation set (held-out fonts, colours, backgrounds)")

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pi_table.cli import Parser
 from pi_table.train import int_list, one_cycle, refuse_bad_options
 from pi_table.vision.reader import centre_offset, with_position
 
@@ -48,7 +49,7 @@ CLASSES = ["flat", "cocked"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python3 -m pi_table.train.cocked", description=__doc__.splitlines()[0])
+    p = Parser(prog="python3 -m pi_table.train.cocked", description=__doc__.splitlines()[0])
     p.add_argument("--data", type=Path, action="append", default=[],
                    help="labelled photo folders (flat dice), split as --out's splits.json says; repeatable")
     p.add_argument("--renders", type=Path, action="append", required=True, help="rendered folders; repeatable")

@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pi_table.cli import Parser
 from pi_table.train import int_list, one_cycle, refuse, refuse_bad_options
 from pi_table.vision.dataset import is_calib_render
 
@@ -48,7 +49,7 @@ NUMBERED: tuple[str, ...] = ("d8", "d10", "d10-tens")
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python3 -m pi_table.train.numerals", description=__doc__.splitlines()[0])
+    p = Parser(prog="python3 -m pi_table.train.numerals", description=__doc__.splitlines()[0])
     p.add_argument("--renders", type=Path, action="append", required=True, help="rendered folders; repeatable")
     p.add_argument("--out", type=Path, required=True, help="model folder to write into")
     p.add_argument("--seed", type=int, default=0)

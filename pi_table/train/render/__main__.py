@@ -15,6 +15,8 @@ import time  # noqa: E402
 from multiprocessing import get_context  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from pi_table.cli import Parser  # noqa: E402
+
 from . import RENDER_KINDS  # noqa: E402
 from .backgrounds import DEFAULT_BACKGROUNDS  # noqa: E402
 
@@ -75,7 +77,7 @@ def _one(index: int) -> int:
 
 
 def generate(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m pi_table.train.render", description="Render labelled dice scenes.")
+    ap = Parser(prog="python3 -m pi_table.train.render", description="Render labelled dice scenes.")
     ap.add_argument("--out", required=True, type=Path, help="output folder (images/, labels/, meta/)")
     ap.add_argument("--n", type=int, default=100, help="number of scenes")
     ap.add_argument("--seed", type=int, default=0)

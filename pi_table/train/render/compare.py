@@ -3,11 +3,12 @@ crops (d6, d8, d10, d10-tens) at the same scale, one row per source, for eyeball
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import cv2
 import numpy as np
+
+from pi_table.cli import Parser
 
 from . import CLASSES
 from .backgrounds import DEFAULT_BACKGROUNDS
@@ -77,7 +78,7 @@ def sheet(rows: list[tuple[str, list[tuple[np.ndarray, str]]]], zoom: int = 2) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m pi_table.train.render compare")
+    ap = Parser(prog="python3 -m pi_table.train.render compare")
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--n", type=int, default=8, help="crops per row")
     ap.add_argument("--seed", type=int, default=0)
