@@ -1152,3 +1152,46 @@ tests/test_render.py)."""
         (mod.parse_args if hasattr(mod, "parse_args") else mod.main)(argv)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def unlabelled_folder(root):
+    """A YOLO folder at ``root`` whose one image has no label file: no labelled image."""
+    (root / "images").mkdir(parents=True)
+    (root / "labels").mkdir()
+    cv2.imwrite(str(root / "images" / "a.jpg"), np.full((64, 64, 3), 128, np.uint8))
+    return root
+
+
+@pytest.mark.parametrize("module, argv, option", [
+    ("pi_table.train.__main__", ["--data", "{bare}", "--paste-from", ""], "--data"),
+    ("pi_table.train.__main__", ["--data", "{real}", "--paste-from", "", "--renders", "{bare}"], "--renders"),
+    ("pi_table.train.numerals", ["--renders", "{bare}"], "--renders"),
+    ("pi_table.train.numerals", ["--renders", "{real}", "--valid", "{bare}"], "--valid"),
+    ("pi_table.train.cocked", ["--renders", "{real}", "--data", "{bare}"], "--data"),
+])
+def test_training_refuses_a_folder_without_labelled_images_in_one_line(tmp_path, capsys, module, argv, option):
+    """A --data or --renders folder that holds images but no labels is one line naming the option
+    and folder, exit 2, before --out is written: it was a traceback (a pool of no images) after
+    splits.json was written over --out's, or was trained on as no data at all."""
+    import importlib
+    import shutil
+
+    from tests.conftest import REPO
+
+    bare = unlabelled_folder(tmp_path / "bare")
+    real = unlabelled_folder(tmp_path / "real")  # one labelled die, a render's meta (not cocked) beside it
+    (real / "labels" / "a.txt").write_text("0 0.5 0.5 0.2 0.2\n")
+    (real / "meta").mkdir()
+    (real / "meta" / "a.json").write_text(json.dumps({"dice": [{"cocked": False}]}))
+    out = tmp_path / "out"
+    out.mkdir()
+    shutil.copy(REPO / "models" / "splits.json", out / "splits.json")
+    (out / "reader.json").write_text(json.dumps({"classifier": {"margin": 1.3}}))  # pi_table.train.cocked reads it
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    argv = [a.format(bare=bare, real=real) for a in argv] + ["--out", str(out)]
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(module).main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.strip().splitlines() == [
+        f"error: {option}: no labelled images in {bare} (each image in images/ needs its .txt in labels/)"], err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

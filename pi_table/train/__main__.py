@@ -227,15 +227,19 @@ def start(args: argparse.Namespace) -> tuple[np.random.Generator, float]:
 
 def load_folders(roots, option: str, folder_name: str | None = None) -> list:
     """Every labelled image of the YOLO folders ``roots``; SystemExit (status 2) with a
-    one-line error naming ``option`` and the folder when one is missing or malformed."""
+    one-line error naming ``option`` and the folder when one is missing or malformed, or holds
+    no labelled image (an image with no label file beside it is not one)."""
     from pi_table.vision.dataset import load_yolo
 
     images = []
     for root in roots:
         try:
-            images += load_yolo(root, folder_name=folder_name)
+            found = load_yolo(root, folder_name=folder_name)
         except (FileNotFoundError, ValueError) as e:
             refuse(option, str(e))
+        if not found:
+            refuse(option, f"no labelled images in {root} (each image in images/ needs its .txt in labels/)")
+        images += found
     return images
 
 
