@@ -421,3 +421,17 @@ def test_cli_gives_one_line_for_a_usage_error(capsys, argv, says):
         main(argv)
     err = capsys.readouterr().err
     assert stop.value.code == 2 and len(err.strip().splitlines()) == 1 and says in err, err
+
+
+def test_cli_refuses_an_out_that_cannot_be_a_folder_in_one_line(tmp_path, capsys):
+    """--out naming a file is one line naming it, exit 2: it was a FileExistsError traceback."""
+    from pi_table.train.render.__main__ import main
+
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    for out, says in ((afile, f"{afile} is not a folder"), (afile / "set", f"{afile / 'set'} cannot be made: {afile} is not a folder")):
+        with pytest.raises(SystemExit) as stop:
+            main(["--out", str(out), "--n", "1", "--backgrounds", ""])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2 and err.strip().splitlines() == [f"python3 -m pi_table.train.render: error: --out: {says}"], err
+    assert afile.read_text() == "keep"

@@ -1195,3 +1195,21 @@ def test_training_refuses_a_folder_without_labelled_images_in_one_line(tmp_path,
     assert stop.value.code == 2 and err.strip().splitlines() == [
         f"error: {option}: no labelled images in {bare} (each image in images/ needs its .txt in labels/)"], err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("module, argv", [("pi_table.train.__main__", ["--data", "x"]),
+                                          ("pi_table.train.numerals", ["--renders", "x"])])
+@pytest.mark.parametrize("where", ["file", "under a file"])
+def test_training_refuses_an_out_that_cannot_be_a_folder_in_one_line(tmp_path, capsys, module, argv, where):
+    """--out naming a file (or a folder under one) is one line naming it, exit 2, before any data is
+    read: it was a FileExistsError / NotADirectoryError traceback from making the folder."""
+    import importlib
+
+    afile = tmp_path / "afile"
+    afile.write_text("keep")
+    out = afile if where == "file" else afile / "models"
+    with pytest.raises(SystemExit) as stop:
+        importlib.import_module(module).parse_args(argv + ["--out", str(out)])
+    says = f"{afile} is not a folder" if where == "file" else f"{out} cannot be made: {afile} is not a folder"
+    assert stop.value.code == 2 and capsys.readouterr().err.strip().splitlines() == [f"error: --out: {says}"]
+    assert afile.read_text() == "keep"

@@ -1,6 +1,8 @@
 """Training code (optional extra `train`)."""
 
+import os
 import sys
+from pathlib import Path
 
 
 def refuse(option: str, why: str):
@@ -25,6 +27,30 @@ def refuse_bad_options(checks) -> None:
         if not ok:
             print(f"error: {option} must be {need}, got {value}", file=sys.stderr)
             raise SystemExit(2)
+
+
+def out_folder_problem(path) -> str | None:
+    """Why ``path`` cannot be an output folder (``--out``), as words to follow the option's name:
+    it is a file, a file stands where one of its parents should be, or the folder (or the nearest
+    parent that exists, where it is to be made) cannot be written; None when it can be used."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        return f"{path} is not a folder"
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        return f"{path} cannot be made: {existing} is not a folder"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"{existing} is not writable"
+    return None
+
+
+def refuse_bad_out(path, option: str = "--out") -> None:
+    """Stop with exit status 2 and one line, ``error: --out: WHY``, when ``path`` cannot be an output
+    folder (:func:`out_folder_problem`)."""
+    if (why := out_folder_problem(path)) is not None:
+        refuse(option, why)
 
 
 def one_cycle(opt, lr: float, steps: int):

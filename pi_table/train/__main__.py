@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.cli import Parser
-from pi_table.train import one_cycle, refuse, refuse_bad_options
+from pi_table.train import one_cycle, refuse, refuse_bad_options, refuse_bad_out
 from pi_table.train.numerals import NUMBERED, bound_warning, fit_temperature, md5_of
 from pi_table.vision.dataset import boxes_pips, is_calib_render, load_label_fixes, with_die_boxes, with_label_fixes
 
@@ -159,6 +159,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--wrong-target", args.wrong_target, 0 < args.wrong_target < 1, "in (0, 1)"),
                         ("--numbered-wrong-target", args.numbered_wrong_target,
                          args.numbered_wrong_target is None or 0 < args.numbered_wrong_target < 1, "in (0, 1)")))
+    refuse_bad_out(args.out)
     return args
 
 

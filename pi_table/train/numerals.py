@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.cli import Parser
-from pi_table.train import int_list, one_cycle, refuse, refuse_bad_options
+from pi_table.train import int_list, one_cycle, refuse, refuse_bad_options, refuse_bad_out
 from pi_table.vision.dataset import is_calib_render
 
 #: Die kinds read by numeral rather than by pips.
@@ -116,6 +116,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "1 or more"),
                         ("--device", repr(args.device), args.device == "cpu" or args.device.startswith("cuda"),
                          "cpu or cuda[:N]")))
+    refuse_bad_out(args.out)
     if args.init is not None and not args.init.is_file():
         refuse("--init", f"{args.init} is not a file")
     if args.stop_after is not None and args.checkpoint is None:

@@ -104,6 +104,10 @@ def generate(argv: list[str]) -> int:
                          "system already has, held-out ones included, are dropped, and each keeps at most "
                          "4 files (docs/renders.md, Fonts)")
     a = ap.parse_args(argv)
+    from pi_table.train import out_folder_problem
+
+    if (why := out_folder_problem(a.out)) is not None:
+        ap.error(f"--out: {why}")
     extra: tuple[str, ...] = ()
     if a.extra_fonts:
         if a.split != "train":
