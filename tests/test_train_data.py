@@ -1231,3 +1231,20 @@ def test_training_names_a_number_out_of_range_in_one_line(capsys, option, value,
     with pytest.raises(SystemExit) as stop:
         parse_args(["--data", "x", "--out", "y", option, value])
     assert stop.value.code == 2 and capsys.readouterr().err.strip() == f"error: {option} must be {need}, got {value}"
+
+
+@pytest.mark.parametrize("module, option, value, need", [
+    ("numerals", "--seed", "-1", "0 or more"), ("numerals", "--lr", "0.0", "in (0, 1)"),
+    ("numerals", "--crop-size", "0", "16 or more"), ("numerals", "--margin", "-1.0", "above 0"),
+    ("numerals", "--augment", "-1.0", "0 or more"), ("numerals", "--threads", "0", "1 or more"),
+    ("cocked", "--seed", "-1", "0 or more"), ("cocked", "--lr", "5.0", "in (0, 1)")])
+def test_numeral_and_cocked_training_name_a_number_out_of_range_in_one_line(capsys, module, option, value, need):
+    """Checked before any data is read, one line, exit 2: a negative --seed was NumPy's ValueError
+    traceback once the renders were loaded, --threads 0 torch's RuntimeError; --crop-size 0, a margin
+    below 0 and a learning rate of 0 or 5 were taken as they came."""
+    import importlib
+
+    parse_args = importlib.import_module(f"pi_table.train.{module}").parse_args
+    with pytest.raises(SystemExit) as stop:
+        parse_args(["--renders", "x", "--out", "y", option, value])
+    assert stop.value.code == 2 and capsys.readouterr().err.strip() == f"error: {option} must be {need}, got {value}"

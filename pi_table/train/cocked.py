@@ -78,6 +78,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.channels, args.blocks = tuple(channels), tuple(blocks)
     refuse_bad_options((("--steps", args.steps, args.steps >= 1, "1 or more"),
                         ("--batch", args.batch, args.batch >= 1, "1 or more"),
+                        ("--seed", args.seed, args.seed >= 0, "0 or more"),
+                        ("--lr", args.lr, 0 < args.lr < 1, "in (0, 1)"),
                         ("--crop-size", args.crop_size, args.crop_size >= 16, "16 or more"),
                         ("--flat-target", args.flat_target, 0 <= args.flat_target <= 1, "0..1"),
                         ("--threads", args.threads, args.threads >= 1, "1 or more")))
