@@ -435,3 +435,43 @@ def test_cli_refuses_an_out_that_cannot_be_a_folder_in_one_line(tmp_path, capsys
         err = capsys.readouterr().err
         assert stop.value.code == 2 and err.strip().splitlines() == [f"python3 -m pi_table.train.render: error: --out: {says}"], err
     assert afile.read_text() == "keep"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--n", "0"], "--n must be 1 or more, got 0"), (["--n", "-3"], "--n must be 1 or more, got -3"),
+    (["--workers", "0"], "--workers must be 1 or more, got 0"), (["--workers", "-2"], "--workers must be 1 or more, got -2"),
+    (["--size", "10"], "--size must be 128 or more, got 10"), (["--size", "-5"], "--size must be 128 or more, got -5"),
+    (["--seed", "-1"], "--seed must be 0 or more, got -1"), (["--start", "-5"], "--start must be 0 or more, got -5"),
+    (["--size", "320", "--die-px", "300,600"],
+     "--die-px 300,600: dice at most half of --size (160 px) across fit in the image")])
+def test_cli_names_a_number_out_of_range_in_one_line(tmp_path, capsys, argv, says):
+    """Checked before anything is written: one line naming the value, exit 2. --n 0 or -3 wrote an
+    empty set (exit 0), --workers 0 or -2 and --size 10 (dice a pixel across, labelled) were taken,
+    --size -5, a negative --seed or --start and dice too big for the image were tracebacks."""
+    from pi_table.train.render.__main__ import main
+
+    with pytest.raises(SystemExit) as stop:
+        main(["--out", str(tmp_path / "set"), "--backgrounds", "", *argv])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.strip().splitlines() == [f"python3 -m pi_table.train.render: error: {says}"], err
+    assert not (tmp_path / "set").exists()
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--n", "0"], "--n must be 1 or more, got 0"), (["--zoom", "0"], "--zoom must be 1 or more, got 0"),
+    (["--seed", "-1"], "--seed must be 0 or more, got -1"),
+    (["--out", "{tmp}"], "--out: {tmp} is a folder, not an image file"),
+    (["--out", "{tmp}/sheet.foo"], "--out: {tmp}/sheet.foo: OpenCV writes no image of that kind (name it .png or .jpg)")])
+def test_compare_names_a_bad_option_in_one_line(tmp_path, capsys, argv, says):
+    """render compare: one line, exit 2, before any crop is rendered. --n 0 wrote an empty sheet,
+    the rest were OpenCV or NumPy tracebacks (the .foo and folder ones after every crop was drawn)."""
+    from pi_table.train.render.__main__ import main
+
+    argv = [a.format(tmp=tmp_path) for a in argv]
+    with pytest.raises(SystemExit) as stop:
+        main(["compare", "--backgrounds", "", *(["--out", str(tmp_path / "sheet.png")] if "--out" not in argv else []),
+              *argv])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.strip().splitlines() == [
+        f"python3 -m pi_table.train.render compare: error: {says.format(tmp=tmp_path)}"], err
+    assert not (tmp_path / "sheet.png").exists()

@@ -50,6 +50,10 @@ def _max_dice(text: str) -> int:
     return n
 
 
+#: The smallest image side ``--size`` takes, pixels: the default dice (28..70 px at 640, scaled with
+#: ``--size``) are 5.6..14 px across there; below it they shrink to a pixel or two (labelled all the same).
+MIN_SIZE = 128
+
 _JOB: dict = {}
 
 
@@ -106,6 +110,16 @@ def generate(argv: list[str]) -> int:
     a = ap.parse_args(argv)
     from pi_table.train import out_folder_problem
 
+    for option, value, ok, need in (("--n", a.n, a.n >= 1, "1 or more"),
+                                    ("--seed", a.seed, a.seed >= 0, "0 or more"),
+                                    ("--start", a.start, a.start >= 0, "0 or more"),
+                                    ("--workers", a.workers, a.workers >= 1, "1 or more"),
+                                    ("--size", a.size, a.size >= MIN_SIZE, f"{MIN_SIZE} or more")):
+        if not ok:
+            ap.error(f"{option} must be {need}, got {value}")
+    if a.die_px is not None and a.die_px[1] > a.size / 2:
+        ap.error(f"--die-px {a.die_px[0]:g},{a.die_px[1]:g}: dice at most half of --size ({a.size / 2:g} px) across "
+                 "fit in the image")
     if (why := out_folder_problem(a.out)) is not None:
         ap.error(f"--out: {why}")
     extra: tuple[str, ...] = ()

@@ -86,6 +86,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--zoom", type=int, default=2)
     ap.add_argument("--split", choices=("train", "valid"), default="train")
     a = ap.parse_args(argv)
+    from pi_table.train import out_folder_problem
+
+    for option, value, ok, need in (("--n", a.n, a.n >= 1, "1 or more"), ("--seed", a.seed, a.seed >= 0, "0 or more"),
+                                    ("--zoom", a.zoom, a.zoom >= 1, "1 or more")):
+        if not ok:
+            ap.error(f"{option} must be {need}, got {value}")
+    if a.out.is_dir():
+        ap.error(f"--out: {a.out} is a folder, not an image file")
+    if not cv2.haveImageWriter(str(a.out)):
+        ap.error(f"--out: {a.out}: OpenCV writes no image of that kind (name it .png or .jpg)")
+    if (why := out_folder_problem(a.out.parent)) is not None:
+        ap.error(f"--out: {why}")
     root = Path(a.backgrounds)
     bg = str(root) if root.is_dir() else None
     rng = np.random.default_rng(a.seed)
@@ -99,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     rows.append((f"{a.split} d8/d10 small", rendered_crops("d8", a.n // 2, a.seed + 7, bg, (28, 34), a.split)
                  + rendered_crops("d10", a.n - a.n // 2, a.seed + 7, bg, (28, 34), a.split)))
     a.out.parent.mkdir(parents=True, exist_ok=True)
-    cv2.imwrite(str(a.out), sheet(rows, a.zoom))
+    if not cv2.imwrite(str(a.out), sheet(rows, a.zoom)):
+        ap.error(f"--out: {a.out} could not be written")
     print(f"wrote {a.out}")
     return 0
