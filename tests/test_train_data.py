@@ -1248,3 +1248,32 @@ def test_numeral_and_cocked_training_name_a_number_out_of_range_in_one_line(caps
     with pytest.raises(SystemExit) as stop:
         parse_args(["--renders", "x", "--out", "y", option, value])
     assert stop.value.code == 2 and capsys.readouterr().err.strip() == f"error: {option} must be {need}, got {value}"
+
+
+@pytest.mark.parametrize("module, argv", [("__main__", ["--data", "x"]), ("__main__", ["--data", "x", "--calibrate-only"]),
+                                          ("numerals", ["--renders", "x"]), ("cocked", ["--renders", "x"])])
+def test_a_smoke_run_refuses_a_folder_of_trained_models(tmp_path, capsys, module, argv):
+    """--smoke (a few steps on a few images) into a folder whose training logs are a real run's, as
+    the shipped models/, is one line, exit 2: it wrote its few-step model (or thresholds fitted on three
+    photos) over the trained one. A folder of smoke runs' models, or none, is taken."""
+    import importlib
+    import shutil
+
+    from tests.conftest import REPO
+
+    parse_args = importlib.import_module(f"pi_table.train.{module}").parse_args
+    shipped = tmp_path / "models"
+    shipped.mkdir()
+    for log in sorted((REPO / "models").glob("*-log.json")):
+        shutil.copy(log, shipped / log.name)
+    with pytest.raises(SystemExit) as stop:
+        parse_args([*argv, "--out", str(shipped), "--smoke"])
+    first = sorted(p.name for p in shipped.iterdir())[0]
+    assert stop.value.code == 2 and capsys.readouterr().err.strip().splitlines() == [
+        f"error: --smoke: {shipped} holds a trained model ({first} is no smoke run's): a smoke run would write its "
+        "few-step model over it; give another --out"]
+    assert parse_args([*argv, "--out", str(shipped)]).smoke is False  # a real run may train there
+    smoke = tmp_path / "smoke"
+    smoke.mkdir()
+    (smoke / "train-log.json").write_text(json.dumps({"args": {"smoke": "True"}}))
+    assert parse_args([*argv, "--out", str(smoke), "--smoke"]).smoke and parse_args([*argv, "--out", str(tmp_path / "new"), "--smoke"]).smoke

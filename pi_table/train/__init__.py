@@ -1,5 +1,6 @@
 """Training code (optional extra `train`)."""
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -51,6 +52,22 @@ def refuse_bad_out(path, option: str = "--out") -> None:
     folder (:func:`out_folder_problem`)."""
     if (why := out_folder_problem(path)) is not None:
         refuse(option, why)
+
+
+def refuse_smoke_over_models(out) -> None:
+    """For ``--smoke``: stop with exit status 2 and one line when ``out`` holds a model a real run
+    trained, a training log there (``train-log.json``, ``numerals-log.json``, ``cocked-log.json``,
+    ``detector-big-log.json``: any ``*-log.json``) whose ``args`` do not say ``smoke``. A smoke
+    run writes a model of a few steps on a few images; into such a folder (the shipped ``models/``)
+    it would stand in for the trained one."""
+    for log_path in sorted(Path(out).glob("*-log.json")):
+        try:
+            smoke = json.loads(log_path.read_text()).get("args", {}).get("smoke") == "True"
+        except (OSError, ValueError, AttributeError):
+            smoke = False
+        if not smoke:
+            refuse("--smoke", f"{out} holds a trained model ({log_path.name} is no smoke run's): a smoke run "
+                              "would write its few-step model over it; give another --out")
 
 
 def one_cycle(opt, lr: float, steps: int):

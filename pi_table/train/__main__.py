@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.cli import Parser
-from pi_table.train import one_cycle, refuse, refuse_bad_options, refuse_bad_out
+from pi_table.train import one_cycle, refuse, refuse_bad_options, refuse_bad_out, refuse_smoke_over_models
 from pi_table.train.numerals import NUMBERED, bound_warning, fit_temperature, md5_of
 from pi_table.vision.dataset import boxes_pips, is_calib_render, load_label_fixes, with_die_boxes, with_label_fixes
 
@@ -140,7 +140,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--int8", action="store_true", help="write the classifiers with int8 weights (7-bit), a quarter of "
                    "the size and faster on a CPU (nets.quantize_int8; the shipped pair is int8: models/classifier.md)")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
+    p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model "
+                   "(refused into a folder of a real run's models)")
     args = p.parse_args(argv)
     refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
                         ("--det-steps", args.det_steps, args.det_steps >= 1, "1 or more"),
@@ -176,6 +177,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--numbered-wrong-target", args.numbered_wrong_target,
                          args.numbered_wrong_target is None or 0 < args.numbered_wrong_target < 1, "in (0, 1)")))
     refuse_bad_out(args.out)
+    if args.smoke:
+        refuse_smoke_over_models(args.out)
     return args
 
 

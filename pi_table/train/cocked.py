@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.cli import Parser
-from pi_table.train import int_list, one_cycle, refuse_bad_options
+from pi_table.train import int_list, one_cycle, refuse_bad_options, refuse_smoke_over_models
 from pi_table.vision.reader import centre_offset, with_position
 
 CLASSES = ["flat", "cocked"]
@@ -70,7 +70,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "threshold again for --out's cocked.onnx (trained with the same --data, --renders and --seed); "
                    "with --int8, a float cocked.onnx is first quantised as an --int8 run writes it")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model")
+    p.add_argument("--smoke", action="store_true", help="a few steps on a few images: checks the code, not a model "
+                   "(refused into a folder of a real run's models)")
     args = p.parse_args(argv)
     channels, blocks = int_list(args.channels), int_list(args.blocks)
     refuse_bad_options((("--channels", args.channels, len(channels) == 4 and min(channels) >= 1, "four whole numbers of 1 or more"),
@@ -83,6 +84,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--crop-size", args.crop_size, args.crop_size >= 16, "16 or more"),
                         ("--flat-target", args.flat_target, 0 <= args.flat_target <= 1, "0..1"),
                         ("--threads", args.threads, args.threads >= 1, "1 or more")))
+    if args.smoke:
+        refuse_smoke_over_models(args.out)
     return args
 
 

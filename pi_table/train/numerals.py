@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from pi_table.cli import Parser
-from pi_table.train import int_list, one_cycle, refuse, refuse_bad_options, refuse_bad_out
+from pi_table.train import int_list, one_cycle, refuse, refuse_bad_options, refuse_bad_out, refuse_smoke_over_models
 from pi_table.vision.dataset import is_calib_render
 
 #: Die kinds read by numeral rather than by pips.
@@ -97,7 +97,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--oversample", default="",
                    help="KIND=W[,KIND=W]: draw the dice of KIND (d8, d10, d10-tens) W times as often as the others "
                         "(default: every die alike)")
-    p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model")
+    p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model "
+                   "(refused into a folder of a real run's models)")
     args = p.parse_args(argv)
     args.oversample_weights = kind_weights(args.oversample)
     if args.oversample_weights is None:
@@ -123,6 +124,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--device", repr(args.device), args.device == "cpu" or args.device.startswith("cuda"),
                          "cpu or cuda[:N]")))
     refuse_bad_out(args.out)
+    if args.smoke:
+        refuse_smoke_over_models(args.out)
     if args.init is not None and not args.init.is_file():
         refuse("--init", f"{args.init} is not a file")
     if args.stop_after is not None and args.checkpoint is None:
