@@ -1277,3 +1277,84 @@ def test_a_smoke_run_refuses_a_folder_of_trained_models(tmp_path, capsys, module
     smoke.mkdir()
     (smoke / "train-log.json").write_text(json.dumps({"args": {"smoke": "True"}}))
     assert parse_args([*argv, "--out", str(smoke), "--smoke"]).smoke and parse_args([*argv, "--out", str(tmp_path / "new"), "--smoke"]).smoke
+
+
+def one_die_folder(root, photos: int = 12):
+    """A YOLO folder at ``root``: ``photos`` grey photos (a.jpg, b.jpg, ...), each one d6 labelled 1."""
+    unlabelled_folder(root)
+    for k in range(photos):
+        name = chr(ord("a") + k)
+        if k:
+            (root / "images" / f"{name}.jpg").write_bytes((root / "images" / "a.jpg").read_bytes())
+        (root / "labels" / f"{name}.txt").write_text("0 0.5 0.5 0.2 0.2\n")
+    return root
+
+
+def model_folder(root, *names, **renamed):
+    """A folder at ``root`` holding copies of the shipped models' ``names`` (and ``renamed``: new name
+    -> shipped name)."""
+    import shutil
+
+    from tests.conftest import REPO
+
+    root.mkdir(parents=True)
+    for name in names:
+        shutil.copy(REPO / "models" / name, root / name)
+    for new, name in renamed.items():
+        shutil.copy(REPO / "models" / name, root / new.replace("_", "-").replace("-onnx", ".onnx"))
+    return root
+
+
+@pytest.mark.parametrize("case", ["close-up, no data", "det-from without a detector", "cls-from of other classes",
+                                  "det-init of another width", "calibrate-only of another split"])
+def test_a_refused_training_run_leaves_out_as_it_was(tmp_path, capsys, case):
+    """Every check of pi_table.train comes before its first write into --out: a refused run leaves the
+    folder byte for byte as it was. --close-up-from copied its detector over --out's close-up detector
+    before --data was read (also for --calibrate-only, before the split was checked), and splits.json
+    was written over --out's before --det-from's detector, --cls-from's classes and --det-init's shapes
+    were checked."""
+    from pi_table.train.__main__ import main
+
+    data = one_die_folder(tmp_path / "real")
+    out = model_folder(tmp_path / "out", "splits.json", "reader.json", "detector.onnx", "classifier.onnx",
+                       "classifier-2.onnx", "numerals.onnx", "cocked.onnx", detector_big_onnx="detector-big.onnx")
+    other = model_folder(tmp_path / "other", "detector.onnx", "reader.json", "classifier.onnx", "classifier-2.onnx")
+    base = ["--data", str(data), "--paste-from", "", "--out", str(out), "--close-up-from", str(other)]
+    argv, says = {
+        "close-up, no data": (["--data", str(tmp_path / "nowhere")], f"error: --data: no such folder: {tmp_path / 'nowhere'}"),
+        "det-from without a detector": (["--det-from", str(data)], f"error: --det-from: no detector.onnx in {data}"),
+        "cls-from of other classes": (["--cls-from", str(other)], f"error: --cls-from {other}: its classifier's classes"),
+        "det-init of another width": (["--det-init", str(other / "detector.onnx"), "--det-width", "0.5"],
+                                      f"error: --det-init: {other / 'detector.onnx'}: layer 1 has weights"),
+        "calibrate-only of another split": (["--calibrate-only"], f"error: --calibrate-only: {out / 'splits.json'} is not "
+                                                                   "this data's split for seed 0"),
+    }[case]
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    with pytest.raises(SystemExit) as stop:
+        main(base + argv)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and err[0].startswith(says), err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_det_from_the_out_folder_keeps_its_detector_in_place(tmp_path, monkeypatch):
+    """--det-from naming --out itself (classifiers trained again beside the detector there) keeps the
+    detector where it is, as --cls-from does: it was shutil.SameFileError, a traceback."""
+    import pi_table.vision.reader as reader
+
+    class Reached(Exception):
+        pass
+
+    def stop_after_the_detector(path, *args, **kwargs):
+        assert path.read_bytes() == detector
+        raise Reached
+
+    monkeypatch.setattr(reader, "Detector", stop_after_the_detector)  # the hard-negative mining, next
+    from pi_table.train.__main__ import main
+
+    data = one_die_folder(tmp_path / "real")
+    out = model_folder(tmp_path / "out", "detector.onnx")
+    detector = (out / "detector.onnx").read_bytes()
+    with pytest.raises(Reached):
+        main(["--data", str(data), "--paste-from", "", "--out", str(out), "--det-from", str(out)])
+    assert set(json.loads((out / "splits.json").read_text())["folders"]) == {"real"}

@@ -283,6 +283,7 @@ def main(argv=None) -> int:
     from pi_table.train import data as D
     from pi_table.train.nets import ClassifierNet, DetectorNet, export_classifier, export_detector, export_int8, quantize_int8
     from pi_table.vision.dice import class_key
+    from pi_table.vision.reader import model_files
 
     to_quantize = []  # --calibrate-only: float classifiers in --out, quantised before calibrating
     if args.calibrate_only:
@@ -292,8 +293,10 @@ def main(argv=None) -> int:
     # before loading any data: a wrong --distill or --cls-from fails at once
     teacher_model = load_teacher(args.distill, args.crop_size, args.threads) if args.distill else None
     reused = classifiers_from(args.cls_from, args.crop_size, args.margin) if args.cls_from else None
-    if args.close_up_from is not None and not (args.close_up_from / "detector.onnx").is_file():
-        refuse("--close-up-from", f"no detector.onnx in {args.close_up_from}")
+    if args.close_up_from is not None:
+        check_model_file("--close-up-from", args.close_up_from / "detector.onnx")
+    if args.det_from is not None:
+        check_model_file("--det-from", args.det_from / "detector.onnx")
     if args.det_init is not None:
         if args.det_from is not None:
             refuse("--det-init", "trains a detector; --det-from reuses one")
@@ -303,9 +306,6 @@ def main(argv=None) -> int:
     if reused is not None and args.member is not None:
         refuse("--cls-from", "reuses every classifier; --member trains one")
     rng, started = start(args)
-    if args.close_up_from is not None:
-        shutil.copyfile(args.close_up_from / "detector.onnx", args.out / CLOSE_UP_FILE)
-        log(f"close-up detector {args.out / CLOSE_UP_FILE} copied from {args.close_up_from / 'detector.onnx'}")
 
     # ---- data and splits
     by_folder: dict[str, list] = defaultdict(list)
@@ -353,7 +353,6 @@ def main(argv=None) -> int:
     }, indent=1) + "\n"
     calib_imgs += render_calib
     if not args.calibrate_only:
-        (args.out / "splits.json").write_text(splits_text)
         log(f"train {len(train_imgs)} photos + {len(render_images)} renders (+ {len(cls_renders)} for the classifier), "
             f"calib {len(calib_imgs)}; folders {trained}")
 
@@ -389,6 +388,7 @@ def main(argv=None) -> int:
 
     dice_w = sample_weights([im for im, _ in dice_pool], len(render_images) + len(cls_renders))
     if args.calibrate_only:
+        check_same_split(args, splits_text)  # before a classifier is quantised in place
         if to_quantize:
             crops = int8_crops()
             for name in to_quantize:  # in place, with 7-bit weights (nets.quantize_int8's reduce_range)
@@ -396,12 +396,21 @@ def main(argv=None) -> int:
                 log(f"{name}: float weights quantised to int8")
         return recalibrate_only(args, calib_imgs, splits_text)
     history: dict = {"classes": classes}
-    # a reused or teaching classifier must have this data's classes: checked before the detector trains
+    # a reused or teaching classifier must have this data's classes: checked before --out is written
     cls_files = ["classifier.onnx"] + [f"classifier-{k + 1}.onnx" for k in range(1, args.ensemble)]
     if reused is not None:
-        cls_files = reuse_classifiers(args.cls_from, reused, classes, args.out)
+        check_reused_classes(args.cls_from, reused, classes)
+        cls_files = model_files(reused)
         history["classifiers_from"] = str(args.cls_from)
     teacher = teacher_scores(teacher_model, classes, args.distill) if teacher_model else None
+
+    def begin_writing() -> None:
+        """The run's first writes into --out, once every check has passed (the last: --det-init's
+        shapes): the close-up detector, splits.json and the reused classifiers."""
+        copy_close_up(args)
+        (args.out / "splits.json").write_text(splits_text)
+        if reused is not None:
+            reuse_classifiers(args.cls_from, reused, classes, args.out)
     # copy-paste draws from these: dice boxed whole (pip boxes only once grown)
     photo_dice = [(im, d) for im in train_imgs if under(im.folder, paste_from)
                   and (args.pip_boxes == "grow" or not boxes_pips(im.folder)) for d in im.dice]
@@ -413,10 +422,10 @@ def main(argv=None) -> int:
     # ---- detector
     det_path = args.out / "detector.onnx"
     if args.det_from is not None:
-        source = args.det_from / "detector.onnx"
-        if not source.is_file():
-            refuse("--det-from", f"no detector.onnx in {args.det_from}")
-        shutil.copyfile(source, det_path)
+        source = args.det_from / "detector.onnx"  # checked (a model) before any data loaded
+        begin_writing()
+        if source.resolve() != det_path.resolve():  # --det-from the --out folder keeps it in place
+            shutil.copyfile(source, det_path)
         history["detector_from"] = str(args.det_from)
         log(f"detector reused from {source}")
         take_side_models(args.det_from, args.out)
@@ -430,6 +439,7 @@ def main(argv=None) -> int:
         if args.det_init is not None:
             det_warm_start(det, args.det_init, pool, image_of, boxes_of, args)
             history["det_init"] = {"file": str(args.det_init), "md5": md5_of(args.det_init)}
+        begin_writing()
         opt = torch.optim.AdamW(det.parameters(), lr=args.det_lr, weight_decay=1e-4)
         sched = one_cycle(opt, args.det_lr, args.det_steps)
         det.train()
@@ -624,14 +634,29 @@ def classifiers_from(folder: Path, crop_size: int, margin: float) -> dict:
     return entry
 
 
+def copy_close_up(args: argparse.Namespace) -> None:
+    """``--close-up-from``: copy that folder's ``detector.onnx`` into ``--out`` as the close-up
+    detector (:data:`CLOSE_UP_FILE`); nothing without the option."""
+    if args.close_up_from is not None:
+        shutil.copyfile(args.close_up_from / "detector.onnx", args.out / CLOSE_UP_FILE)
+        log(f"close-up detector {args.out / CLOSE_UP_FILE} copied from {args.close_up_from / 'detector.onnx'}")
+
+
+def check_reused_classes(folder: Path, entry: dict, classes: list[str]) -> None:
+    """``--cls-from``: exit 2 with one line (SystemExit) when ``folder``'s classifier (its ``reader.json``
+    ``entry``) was trained on other classes than this data's ``classes``."""
+    if list(entry.get("classes", [])) != list(classes):
+        refuse(f"--cls-from {folder}", f"its classifier's classes {entry.get('classes')} are not this data's {classes}")
+
+
 def reuse_classifiers(folder: Path, entry: dict, classes: list[str], out: Path) -> list[str]:
     """Copy ``folder``'s classifiers (``entry``, from :func:`classifiers_from`) into ``out`` and, where
     ``out`` has none, its numeral and cocked-die models (so calibration reads every kind as that
-    reader does); their file names. Exit 2 with one line when their classes are not this data's."""
+    reader does); their file names. Exit 2 with one line when their classes are not this data's
+    (:func:`check_reused_classes`)."""
     from pi_table.vision.reader import model_files
 
-    if list(entry.get("classes", [])) != list(classes):
-        refuse(f"--cls-from {folder}", f"its classifier's classes {entry.get('classes')} are not this data's {classes}")
+    check_reused_classes(folder, entry, classes)
     files = model_files(entry)
     for name in files:
         if (folder / name).resolve() != (out / name).resolve():  # --cls-from the --out folder keeps them in place
@@ -848,17 +873,29 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
             "thresholds": config.get("thresholds", {}), "refine_unsure": config["refine_unsure"]}
 
 
+def check_same_split(args: argparse.Namespace, splits_text: str) -> None:
+    """``--calibrate-only``: exit 2 with one line (SystemExit) unless ``--out``'s ``splits.json`` is
+    ``splits_text``, this data's split for ``--seed``."""
+    splits_json = args.out / "splits.json"
+    try:
+        same = json.loads(splits_json.read_text()) == json.loads(splits_text)
+    except ValueError:
+        same = False
+    if not same:
+        refuse("--calibrate-only", f"{splits_json} is not this data's split for seed {args.seed}")
+
+
 def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> int:
     """``--calibrate-only``: the models in ``args.out`` keep their weights; their temperature
     and thresholds are fitted again on the calib split (:func:`calibrate_reader`), and the
     training log records it. The split must be the one the models were trained with
     (``splits.json``, same data and seed), or the calib photos could be training photos."""
-    reader_json, splits_json = args.out / "reader.json", args.out / "splits.json"  # checked there (main)
-    if json.loads(splits_json.read_text()) != json.loads(splits_text):
-        refuse("--calibrate-only", f"{splits_json} is not this data's split for seed {args.seed}")
+    reader_json = args.out / "reader.json"  # checked there (main)
+    check_same_split(args, splits_text)
     started = time.time()
     config = json.loads(reader_json.read_text())
-    if args.close_up_from is not None:  # copied by main
+    copy_close_up(args)
+    if args.close_up_from is not None:
         config["detector"]["close_up_file"] = CLOSE_UP_FILE
     figures = calibrate_reader(args.out, config, calib_imgs, args)
     log_path = args.out / "train-log.json"
