@@ -1358,3 +1358,19 @@ def test_det_from_the_out_folder_keeps_its_detector_in_place(tmp_path, monkeypat
     with pytest.raises(Reached):
         main(["--data", str(data), "--paste-from", "", "--out", str(out), "--det-from", str(out)])
     assert set(json.loads((out / "splits.json").read_text())["folders"]) == {"real"}
+
+
+def test_training_data_that_is_all_held_out_is_refused_in_one_line(tmp_path, capsys):
+    """--data whose every photo is held out (a folder named Valid, as matteop65-d6-desk/Valid) leaves
+    nothing to train on: one line, exit 2, --out left alone. It was NumPy's ValueError traceback at the
+    detector's first step, after splits.json was written."""
+    from pi_table.train.__main__ import main
+
+    data = one_die_folder(tmp_path / "Valid")
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as stop:
+        main(["--data", str(data), "--paste-from", "", "--out", str(out)])
+    assert stop.value.code == 2 and capsys.readouterr().err.strip().splitlines() == [
+        f"error: --data: no labelled die to train on: every photo of {data} is held out for calib or valid (a folder "
+        "named Valid is held out whole) and there are no --renders"]
+    assert not out.exists() or not any(out.iterdir())

@@ -403,6 +403,10 @@ def main(argv=None) -> int:
         cls_files = model_files(reused)
         history["classifiers_from"] = str(args.cls_from)
     teacher = teacher_scores(teacher_model, classes, args.distill) if teacher_model else None
+    if not dice_pool and (args.det_from is None or reused is None):
+        # a folder named Valid (or of one or two photos) is held out whole: pi_table.train.data.split_folder
+        refuse("--data", f"no labelled die to train on: every photo of {', '.join(map(str, args.data))} is held out "
+                         "for calib or valid (a folder named Valid is held out whole) and there are no --renders")
 
     def begin_writing() -> None:
         """The run's first writes into --out, once every check has passed (the last: --det-init's
