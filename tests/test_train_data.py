@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -13,6 +14,8 @@ from pi_table.train import data as D
 from pi_table.vision.dataset import LabelledDie, LabelledImage, load_yolo
 from pi_table.vision.reader import Classifier, iou
 from tests.conftest import drawn_die_scene, need_shared, pip_radius
+
+REPO_MODELS = Path(__file__).resolve().parent.parent / "models"
 
 
 def white_box_image(box, size=200) -> np.ndarray:
@@ -1374,3 +1377,40 @@ def test_training_data_that_is_all_held_out_is_refused_in_one_line(tmp_path, cap
         f"error: --data: no labelled die to train on: every photo of {data} is held out for calib or valid (a folder "
         "named Valid is held out whole) and there are no --renders"]
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize("case", ["models empty", "models missing", "data missing", "renders missing", "lofo without =",
+                                  "lofo models empty", "lofo folder missing", "models without splits"])
+def test_card_names_a_bad_folder_in_one_line_before_measuring(tmp_path, capsys, case):
+    """python3 -m pi_table.train.card: a --models folder without a reader (or its splits.json), a missing
+    --data / --renders folder or a malformed --lofo is one line naming it, exit 2, before any figure is
+    measured. They were FileNotFoundError / ValueError tracebacks, --lofo's after every other table had
+    been measured (minutes on the shipped data)."""
+    import shutil
+
+    from pi_table.train.card import main
+
+    data = one_die_folder(tmp_path / "real")
+    models = tmp_path / "models"
+    shutil.copytree(REPO_MODELS, models)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    nowhere = tmp_path / "nowhere"
+    argv, says = {
+        "models empty": (["--models", str(empty)], f"--models: no reader model in {empty}"),
+        "models missing": (["--models", str(nowhere)], f"--models: no reader model in {nowhere}"),
+        "data missing": (["--data", str(nowhere)], f"--data: no such folder: {nowhere}"),
+        "renders missing": (["--renders", str(nowhere)], f"--renders: no such folder: {nowhere}"),
+        "lofo without =": (["--lofo", "runs/lofo"], "--lofo must be MODELS=DIR, got 'runs/lofo'"),
+        "lofo models empty": (["--lofo", f"{empty}={data}"], f"--lofo: no reader model in {empty}"),
+        "lofo folder missing": (["--lofo", f"{models}={nowhere}"], f"--lofo {models}={nowhere}: no such folder: {nowhere}"),
+        "models without splits": (["--models", str(models)], f"--models: no splits.json in {models}"),
+    }[case]
+    if case == "models without splits":
+        (models / "splits.json").unlink()
+    before = {p.name: p.read_bytes() for p in models.iterdir()}
+    with pytest.raises(SystemExit) as stop:
+        main(["--models", str(models), "--data", str(data), *argv])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert stop.value.code == 2 and len(err) == 1 and err[0].startswith(f"python3 -m pi_table.train.card: error: {says}"), err
+    assert {p.name: p.read_bytes() for p in models.iterdir()} == before

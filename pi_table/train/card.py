@@ -52,13 +52,36 @@ def main(argv=None) -> int:
     p.add_argument("--train-command", default="python3 -m pi_table.train --data ../shared/data/real --renders renders/train --out models/ --seed 0")
     p.add_argument("--note", default="")
     args = p.parse_args(argv)
+    # Every folder is checked before the minutes of measuring: one line naming the option, exit 2.
+    for option, folder in (("--data", args.data), ("--renders", args.renders), ("--close-up-renders", args.close_up_renders)):
+        if folder is not None and not folder.is_dir():
+            p.error(f"{option}: no such folder: {folder}")
+    lofo = []
+    for item in args.lofo:
+        models, eq, folder = item.partition("=")
+        if not (eq and models and folder):
+            p.error(f"--lofo must be MODELS=DIR, got {item!r}")
+        if not Path(folder).is_dir():
+            p.error(f"--lofo {item}: no such folder: {folder}")
+        lofo.append((Path(models), Path(folder)))
 
     from pi_table.vision.bench import bench, machine, machine_line
     from pi_table.vision.dataset import load_label_fixes
     from pi_table.vision.evaluate import evaluate, evaluate_close_ups, evaluate_cut_crops
     from pi_table.vision.reader import DiceReader, model_files
 
-    reader = DiceReader(args.models, threads=0)
+    def reader_of(option: str, models: Path):
+        """The reader of the model folder ``models``, which must hold its split (splits.json) too."""
+        try:
+            reader = DiceReader(models, threads=0)
+        except (OSError, ValueError) as e:
+            p.error(f"{option}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+        if not (Path(models) / "splits.json").is_file():
+            p.error(f"{option}: no splits.json in {models} (the split its reader was trained on)")
+        return reader
+
+    reader = reader_of("--models", args.models)
+    lofo_readers = [(reader_of("--lofo", models), models, folder) for models, folder in lofo]
     config = reader.config
     sweep = sorted({0.5, 0.8, 0.9, 0.95, float(config["threshold"])})
     real = evaluate(reader, args.data, held_out=True, sweep=sweep)
@@ -91,13 +114,11 @@ def main(argv=None) -> int:
         numbered = numbered_frame_ms(DiceReader(args.models, threads=1), args.renders)
     rendered_close_rows = _rendered_rows(reader, args.close_up_renders, cmds)[1] if args.close_up_renders else []
     lofo_rows = []
-    for item in args.lofo:
-        models, folder = item.split("=", 1)
-        lofo_reader = DiceReader(models, threads=0)
-        trained = json.loads((Path(models) / "splits.json").read_text())["trained_on"]
+    for lofo_reader, models, folder in lofo_readers:
+        trained = json.loads((models / "splits.json").read_text())["trained_on"]
         # --held-out: the other folder's valid split, the same images as the shipped model's row
         # (a folder that is all valid, like matteop65's Valid, is scored whole either way).
-        res = evaluate(lofo_reader, Path(folder), held_out=True)
+        res = evaluate(lofo_reader, folder, held_out=True)
         for name, s in res["folders"].items():
             lofo_rows.append(_row(f"{name} (trained only on {', '.join(trained)})", s))
         cmds.append(f"pi-table eval {folder} --held-out --models {models}")
