@@ -727,3 +727,59 @@ def test_gm_applies_the_parameters_to_the_last_roll_after_it(served, page):
     page.wait_for_function("document.getElementById('roll-params-note').textContent.includes('\"difficulty\":6')",
                            timeout=10_000)
     assert service.table.roll(roll.id).outcome == "complete"
+
+
+def test_gm_corrects_an_earlier_roll_picked_from_the_recent_rolls(served, page):
+    """/gm lists the recent rolls (number, outcome band, dice); tapping one makes it the roll the
+    correction controls act on ("correcting roll #N"), and a newer roll coming in does not take them
+    away from it. A face set there changes that roll only (it once could correct the last roll
+    only); "Back to the newest roll" returns to the newest. On a small phone's width."""
+    service, base = served
+    service.reader = FakeReader(d6_reading(6, 6, 2), d6_reading(3), d6_reading(5, 4), d6_reading(1),
+                                d6_reading(2, 2))
+    ids = []
+    for _ in range(3):
+        roll_now(service)
+        ids.append(service.state().last_roll.id)
+    first, second, third = ids
+    before = {i: service.table.roll(i).to_json() for i in ids}
+    gm_login(page, base)
+    page.wait_for_selector(f"#recent button[data-roll='{first}']", timeout=10_000)
+    assert page.locator("#recent button").count() == 3
+    assert page.locator("#recent button").first.get_attribute("data-roll") == str(third)  # newest first
+    row = page.inner_text(f"#recent button[data-roll='{first}']")
+    assert f"#{first}" in row and "critical" in row.lower() and "6 6 2" in row
+    assert f"roll #{third}" in page.inner_text("#correcting") and page.is_hidden("#to-newest")
+    page.click(f"#recent button[data-roll='{first}']")
+    page.wait_for_function(f"document.getElementById('last-dice').dataset.roll === '{first}'", timeout=10_000)
+    assert f"Correcting roll #{first}" in page.inner_text("#correcting")
+    assert page.get_attribute(f"#recent button[data-roll='{first}']", "aria-pressed") == "true"
+    assert page.inner_text("#roll-params") == f"Apply to roll #{first}"
+    roll_now(service)  # a newer roll comes in while the GM is on roll 1, before typing anything
+    fourth = service.state().last_roll.id
+    page.wait_for_selector(f"#recent button[data-roll='{fourth}']", timeout=10_000)
+    assert page.get_attribute("#last-dice", "data-roll") == str(first)
+    assert page.locator("#last-dice form.fix input").count() == 3
+    page.locator("#last-dice form.fix input").first.fill("1")  # typed, not set yet
+    roll_now(service)  # another roll comes in while the GM types
+    fifth = service.state().last_roll.id
+    page.wait_for_selector(f"#recent button[data-roll='{fifth}']", timeout=10_000)
+    assert page.get_attribute("#last-dice", "data-roll") == str(first)
+    assert page.locator("#last-dice form.fix input").first.input_value() == "1"
+    page.locator("#last-dice form.fix button.set").first.click()
+    page.wait_for_function("document.getElementById('msg').textContent === 'die corrected'", timeout=10_000)
+    assert [d.face for d in service.table.roll(first).reading.dice] == ["1", "6", "2"]
+    assert service.table.roll(first).outcome != "critical"
+    for i in (second, third):
+        assert service.table.roll(i).to_json() == before[i]
+    page.wait_for_function(f"document.querySelector(\"#recent button[data-roll='{first}']\").textContent.includes('1 6 2')",
+                           timeout=10_000)
+    assert page.get_attribute("#last-dice", "data-roll") == str(first)  # still on roll 1 after the set
+    box = page.locator("#recent").bounding_box()
+    assert box["x"] + box["width"] <= 390  # no sideways scrolling on the phone
+    assert page.locator("#to-newest").bounding_box()["x"] + page.locator("#to-newest").bounding_box()["width"] <= 390
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "gm-recent-rolls.png"), full_page=True)
+    page.click("#to-newest")
+    page.wait_for_function(f"document.getElementById('last-dice').dataset.roll === '{fifth}'", timeout=10_000)
+    assert page.is_hidden("#to-newest") and f"roll #{fifth}" in page.inner_text("#correcting")

@@ -1,7 +1,15 @@
 // GM control page: PIN login (session cookie + CSRF token), tokens, scene, system, corrections
-// (a die's face and kind, a false die removed, the parameters the last roll is resolved under).
+// (a die's face and kind, a false die removed, the parameters a roll is resolved under) of the
+// newest roll or of one the GM picks from the recent rolls.
 "use strict";
 const $ = (id) => document.getElementById(id);
+const RECENT = 10;  // rolls listed to pick from (GET /api/rolls?limit=RECENT)
+// outcome band id -> colour class, as on the viewer (app.js)
+const BANDS = {
+  critical: "critical", clean: "good", full: "good", complete: "good", exceptional: "critical", success: "good",
+  mixed: "mixed", partial: "mixed", grim: "bad", bad: "bad", failure: "bad",
+  disastrous: "worst", botch: "worst", reroll: "none", invalid: "none",
+};
 let csrf = null, source = null;
 const SIGNED_OUT = "signed out (the server restarted?): enter the PIN to go on";
 
@@ -36,7 +44,9 @@ function fill(el, value) {
   released.delete(el);
   el.value = value; filled.set(el, el.value);
 }
-let lastRoll = null;
+// The roll the correction controls act on: the newest (picked null), or the one the GM tapped in
+// the recent rolls (picked: its id), which newer rolls do not take the controls away from.
+let lastRoll = null, newest = null, picked = null, recent = [], refreshes = 0;
 // Picking a system fills the parameters field with that system's own keys: the table's
 // parameters for the table's system, a new table's for another (GET /api/systems).
 let table = { system: null, params: {} }, systems = {};
@@ -47,7 +57,7 @@ $("system").onchange = () => {
   drawRollParams();
 };
 
-// "Apply to roll #N": the parameters field set on the last roll, after it (the GM forgot to set
+// "Apply to roll #N": the parameters field set on the roll being corrected, after it (the GM forgot to set
 // them first; PUT /api/rolls/<id>/params). Only for a roll of the system picked here (a roll
 // keeps its own system); the note shows what the roll was resolved with.
 function drawRollParams() {
@@ -63,7 +73,9 @@ function drawRollParams() {
 }
 
 async function refresh() {
-  const s = await (await fetch("/api/state")).json();
+  const mine = ++refreshes;
+  const [s, rolls] = await Promise.all([fetch("/api/state").then((r) => r.json()),
+    fetch(`/api/rolls?limit=${RECENT}`).then((r) => (r.ok ? r.json() : [])).catch(() => [])]);
   const t = s.tokens;
   $("tension").textContent = t.tension;
   $("omens").textContent = t.gm_omens;
@@ -74,12 +86,57 @@ async function refresh() {
   drawPlayers(s.players || [], s.roller);
   const sess = await (await fetch("/gm/session")).json();
   $("leds").textContent = `tension bar ${sess.leds.tension} lit${sess.leds.tension_over ? " (more: last blinks)" : ""}, second bar ${sess.leds.omens} lit${sess.leds.omens_over ? " (more: last blinks)" : ""}, status ${sess.leds.status}` + (sess.mock_pins ? " (mock pins)" : "");
-  lastRoll = s.last_roll;
+  let roll = s.last_roll;
+  if (picked !== null && !(roll && roll.id === picked)) {
+    roll = rolls.find((r) => r.id === picked)  // older than the rolls listed: asked for by its id
+      || await fetch(`/api/rolls/${picked}`).then((r) => (r.ok ? r.json() : null)).catch(() => null);
+    if (mine !== refreshes) return;
+    if (!roll) {
+      say(`roll #${picked} is no longer kept: correcting the newest roll`);
+      picked = null; roll = s.last_roll;
+    }
+  }
+  if (mine !== refreshes) return;  // a later refresh (a newer state) draws the rolls
+  newest = s.last_roll; recent = rolls; lastRoll = roll;
   drawDice();
   drawRollParams();
 }
 
-// "Correct a die": one field per die of the last roll, a kind menu where the roll's system reads
+// Recent rolls, newest first: number, outcome band and dice; tapping one makes it the roll the
+// correction controls act on (the newest one: back to following the newest roll). The one whose
+// dice the fields show is marked.
+function drawRecent() {
+  const mk = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };
+  const shown = $("last-dice").dataset.roll;
+  $("recent").replaceChildren(...recent.map((r) => {
+    const several = new Set(r.dice.map((d) => d.kind)).size > 1;
+    const faces = r.dice.map((d) => (several ? `${d.kind} ` : "") + (d.status === "ok" ? d.face : "?")).join(several ? ", " : " ");
+    const b = mk("button", "band-" + (BANDS[r.outcome] || "none")); b.type = "button"; b.dataset.roll = r.id;
+    b.setAttribute("aria-pressed", String(String(r.id) === shown));
+    b.append(mk("span", "n", `#${r.id}`), mk("span", "o", String(r.outcome).replace(/-/g, " ")), mk("span", "f", faces || "no dice"));
+    b.onclick = () => pick(r.id);
+    const li = mk("li"); li.appendChild(b);
+    return li;
+  }));
+  const roll = lastRoll, label = $("correcting"), back = $("to-newest");
+  const newestId = newest ? String(newest.id) : null;
+  label.textContent = !roll ? "No roll yet."
+    : roll.id === null ? "Correcting the newest roll (not saved yet)."
+    : `Correcting roll #${shown}` + (shown === newestId ? " (the newest)." : ".");
+  back.hidden = !roll || (picked === null && shown === newestId);
+  back.textContent = newest && newest.id !== null ? `Back to the newest roll (#${newestId})` : "Back to the newest roll";
+}
+
+// The GM taps a roll (or "back to the newest"): the fields are drawn for it, whatever was typed
+// in the ones shown before.
+function pick(id) {
+  picked = newest && id === newest.id ? null : id;
+  $("last-dice").replaceChildren(); delete $("last-dice").dataset.roll;
+  refresh();
+}
+$("to-newest").onclick = () => pick(null);
+
+// "Correct a die": one field per die of the roll being corrected (the newest, or the one picked), a kind menu where the roll's system reads
 // more than one kind (a d10 read as a d8), and "remove" for a false die (a pip or a mark on the
 // tray read as a die; asks first, and undo brings it back). While the GM edits a field, a newer
 // roll does not replace the fields: they go on correcting the roll they show (any roll may be corrected).
@@ -94,6 +151,7 @@ function drawDice() {
     // fields' places no longer name its dice)
     note.textContent = `A newer roll came in: these fields still correct roll #${shown}.`;
     note.hidden = false;
+    drawRecent();
     return;
   } else {
     box.replaceChildren(); delete box.dataset.roll;
@@ -104,6 +162,7 @@ function drawDice() {
   }
   note.hidden = !(roll && roll.id !== null && !roll.dice.length);
   if (!note.hidden) note.textContent = `Roll #${roll.id} has no die left (${roll.outcome}): Undo last change brings the last one back.`;
+  drawRecent();
 }
 
 // The kinds a die of this roll may be set to, where its system reads more than one (GET /api/systems):
