@@ -778,6 +778,8 @@ def test_gm_corrects_an_earlier_roll_picked_from_the_recent_rolls(served, page):
     box = page.locator("#recent").bounding_box()
     assert box["x"] + box["width"] <= 390  # no sideways scrolling on the phone
     assert page.locator("#to-newest").bounding_box()["x"] + page.locator("#to-newest").bounding_box()["width"] <= 390
+    # the whole page too: Charge's parameters in the note under "Apply to roll #N" wrap
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "gm-recent-rolls.png"), full_page=True)
     page.click("#to-newest")
