@@ -243,6 +243,11 @@ def _reading_from_json(text: str) -> Reading:
     )
 
 
+def _result_json(result: dict, why, effects: "rules.TableEffects", player: dict | None) -> str:
+    """A roll's stored ``result`` column: the resolution, its why lines, its effects and the roller."""
+    return json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": player})
+
+
 def pool_after(system: str, params: dict, result: dict) -> dict | None:
     """The table's params for the next roll after a resolved ``contingency-pool`` roll whose
     params count the pool (``pool``): the dice left in it (None once it is empty: the GM sets
@@ -354,11 +359,15 @@ class Table:
         row = self._db.execute("SELECT value FROM settings WHERE key=?", (key,)).fetchone()
         return None if row is None else json.loads(row[0])
 
+    def _put_setting(self, key: str, value: Any) -> None:
+        """Store one setting (JSON) inside the caller's transaction."""
+        self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(value)))
+
     def _write_settings(self, system: str, params: dict, tokens: Tokens) -> None:
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
             for key, value in (("system", system), ("params", params), ("tokens", tokens.to_json())):
-                self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(value)))
+                self._put_setting(key, value)
 
     @property
     def system(self) -> str:
@@ -521,15 +530,15 @@ class Table:
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
             if following is not None:
-                self._db.execute("INSERT OR REPLACE INTO settings VALUES ('params', ?)", (json.dumps(following),))
+                self._put_setting("params", following)
             if roller is not None:
                 why = self._pay(roller, effects, why)
-            payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": who})
+            payload = _result_json(result, why, effects, who)
             cur = self._db.execute(
                 "INSERT INTO rolls (t, system, params, reading, outcome, result, image) VALUES (?,?,?,?,?,?,?)",
                 (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
             )
-            self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
+            self._put_setting("tokens", tokens.to_json())
         return Roll(cur.lastrowid, t, system, params, reading, outcome, result, why, image, who)
 
     # -- GM changes (each one undoable) ---------------------------------------------------
@@ -549,14 +558,14 @@ class Table:
             self._db.execute("BEGIN IMMEDIATE")
             self._log_change("system")
             for key, value in (("system", system), ("params", params)):
-                self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(value)))
+                self._put_setting(key, value)
         return self.state()
 
     def _set_tokens(self, what: str, tokens: Tokens) -> TableState:
         with self._lock, self._db:
             self._db.execute("BEGIN IMMEDIATE")
             self._log_change(what, tokens_after=tokens)
-            self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
+            self._put_setting("tokens", tokens.to_json())
         return self.state()
 
     def add_tension(self, delta: int) -> TableState:
@@ -703,7 +712,7 @@ class Table:
             why += self._short(owner, more)
         to_table = owner is None
         tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
-        payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": roll.player})
+        payload = _result_json(result, why, effects, roll.player)
         extra = {"roll": roll_id, "reading": roll.reading.to_json(), "roll_params": roll.params}
         momentum = effects.net_momentum - old_effects.net_momentum
         luck = old_effects.luck_spent - effects.luck_spent
@@ -722,13 +731,18 @@ class Table:
             self._db.execute("BEGIN IMMEDIATE")
             self._log_change(what, extra, tokens_after=tokens)
             if following is not None:
-                self._db.execute("INSERT OR REPLACE INTO settings VALUES ('params', ?)", (json.dumps(following),))
+                self._put_setting("params", following)
             if owner is not None:
                 self._add_points(owner.id, momentum, luck)
-            self._db.execute("UPDATE rolls SET reading=?, params=?, outcome=?, result=? WHERE id=?",
-                             (_reading_to_json(reading), json.dumps(params), outcome, payload, roll_id))
-            self._db.execute("INSERT OR REPLACE INTO settings VALUES ('tokens', ?)", (json.dumps(tokens.to_json()),))
+            self._rewrite_roll(roll_id, reading, params, outcome, payload)
+            self._put_setting("tokens", tokens.to_json())
         return self.roll(roll_id)
+
+    def _rewrite_roll(self, roll_id: int, reading: Reading, params: dict, outcome: str, result_json: str) -> None:
+        """Store a recorded roll's dice, params and resolution anew, inside the caller's transaction
+        (a GM correction, or its undo)."""
+        self._db.execute("UPDATE rolls SET reading=?, params=?, outcome=?, result=? WHERE id=?",
+                         (_reading_to_json(reading), json.dumps(params), outcome, result_json, roll_id))
 
     def last_change(self) -> tuple[str, int | None] | None:
         """The GM change :meth:`undo` takes back next: ``(what, id of the roll it corrected or
@@ -767,7 +781,7 @@ class Table:
                     # a token change leaves the system and params as they are now (a pool roll may have moved them)
                     settings.update(system=before["system"], params=before["params"])
                 for key, value in settings.items():
-                    self._db.execute("INSERT OR REPLACE INTO settings VALUES (?, ?)", (key, json.dumps(value)))
+                    self._put_setting(key, value)
                 if "player_points" in before:
                     pid, _, _, momentum, luck = before["player_points"]
                     self._add_points(pid, -momentum, -luck)
@@ -780,10 +794,8 @@ class Table:
                     roll = self.roll(before["roll"])
                     params = before.get("roll_params", roll.params)  # (logged before params could be set)
                     outcome, result, why, effects = resolve_reading(roll.system, params, reading)
-                    payload = json.dumps({"result": result, "why": list(why), "effects": effects.__dict__,
-                                          "player": roll.player})
-                    self._db.execute("UPDATE rolls SET reading=?, params=?, outcome=?, result=? WHERE id=?",
-                                     (_reading_to_json(reading), json.dumps(params), outcome, payload, before["roll"]))
+                    self._rewrite_roll(before["roll"], reading, params, outcome,
+                                       _result_json(result, why, effects, roll.player))
                 self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
             return True
 
@@ -869,7 +881,7 @@ class Table:
                 self._log_change("player-remove", {"player": gone.to_json(), "roller": roller})
                 self._db.execute("DELETE FROM players WHERE id=?", (gone.id,))
                 if roller == gone.id:
-                    self._db.execute("INSERT OR REPLACE INTO settings VALUES ('roller', 'null')")
+                    self._put_setting("roller", None)
             return gone
 
     def update_player(self, player_id: int, /, **changes: Any) -> Player:
@@ -913,7 +925,7 @@ class Table:
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
                 self._log_change("roller", {"roller": self.roller})
-                self._db.execute("INSERT OR REPLACE INTO settings VALUES ('roller', ?)", (json.dumps(player_id),))
+                self._put_setting("roller", player_id)
         return self.state()
 
     def _undo_player_change(self, what: str, before: dict) -> None:
@@ -931,7 +943,7 @@ class Table:
                 "UPDATE players SET name=?, momentum=MIN(?, MAX(0, momentum + ?)), luck=MIN(?, MAX(0, luck + ?)) WHERE id=?",
                 (p["name"], MAX_POINTS, p["momentum"] - after["momentum"], MAX_POINTS, p["luck"] - after["luck"], p["id"]))
         if "roller" in before:
-            self._db.execute("INSERT OR REPLACE INTO settings VALUES ('roller', ?)", (json.dumps(before["roller"]),))
+            self._put_setting("roller", before["roller"])
 
     def close(self) -> None:
         """Write the rolls kept in memory if the database takes them now, then close it. Rolls
