@@ -256,7 +256,7 @@ class Service:
             settings.pins, on_spend=self._button(lambda: self.add_tension(-1)),
             on_scene=self._button(self.new_scene), on_reread=self._button(self.reread))
         self.notices: dict[str, str] = {}
-        if settings.source == "demo":  # the phones must not take the bundled photos for the tray's dice
+        if self.demo:  # the phones must not take the bundled photos for the tray's dice
             self.notices["source"] = ("demo: these rolls are the kit's bundled photos, not your tray, on a table of "
                                       "their own that is not saved (serve --source picks a camera)")
         self._lock = threading.RLock()
@@ -384,7 +384,7 @@ class Service:
         stay in the history). A database that cannot be written now leaves them for the next roll."""
         try:
             paths = self.table.forget_photos(self.settings.keep_photos)
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:  # as Table.record: locked, full, or gone corrupt
             log.info("old roll photos not let go of yet: %s", exc)
             return
         for path in map(Path, paths):

@@ -49,6 +49,23 @@ def test_roll_photos_kept_are_capped_and_the_history_stays(tmp_path, mock_pins):
     service.close()
 
 
+def test_a_database_gone_corrupt_while_photos_are_let_go_of_costs_no_roll(tmp_path, mock_pins, monkeypatch):
+    """forget_photos raising SQLite's DatabaseError (the file damaged while serve runs, as Table.record
+    already survives) leaves the old photos for a later roll; the roll is still recorded and sent
+    (OperationalError alone was caught: the roll was read, recorded, then lost to the pages)."""
+    import sqlite3
+
+    service = Service(Settings(state_dir=tmp_path / "s", pin="1357", keep_photos=1), reader=FakeReader(d6_reading(4)))
+
+    def corrupt(keep):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(service.table, "forget_photos", corrupt)
+    rolls = record(service, photo_frames(2, tmp_path))
+    assert [r.id for r in rolls] == [1, 2] and len(list((tmp_path / "s" / "rolls").iterdir())) == 2
+    service.close()
+
+
 def test_keep_photos_zero_stores_none_and_the_key_is_checked(tmp_path, mock_pins):
     service = Service(Settings(state_dir=tmp_path / "s", pin="1357", keep_photos=0), reader=FakeReader(d6_reading(4)))
     rolls = record(service, photo_frames(3, tmp_path))

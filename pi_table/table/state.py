@@ -479,8 +479,8 @@ class Table:
         to delete (the table never deletes files). Rolls kept in memory are not touched.
 
         Raises:
-            ValueError: ``keep`` below 0. sqlite3.OperationalError: the database cannot be written
-                now (locked, disk full); nothing changed then.
+            ValueError: ``keep`` below 0. sqlite3.DatabaseError: the database cannot be written
+                now (locked, disk full, gone corrupt); nothing changed then.
         """
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
             raise ValueError(f"keep must be a whole number >= 0, got {keep!r}")
