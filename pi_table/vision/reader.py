@@ -162,6 +162,16 @@ def quiet_opencv() -> Iterator[None]:
         cv2.utils.logging.setLogLevel(level)
 
 
+def _image_path(path: str | Path) -> Path:
+    """``path`` as a Path to an existing file: FileNotFoundError if there is none, ValueError for a folder."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no such file: {path}")
+    if path.is_dir():
+        raise ValueError(f"not an image (a folder): {path}")
+    return path
+
+
 def load_image(path: str | Path) -> np.ndarray:
     """Read an image file as ``HxWx3 uint8 BGR``.
 
@@ -175,11 +185,7 @@ def load_image(path: str | Path) -> np.ndarray:
     """
     import cv2
 
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no such file: {path}")
-    if path.is_dir():
-        raise ValueError(f"not an image (a folder): {path}")
+    path = _image_path(path)
     data = np.fromfile(str(path), dtype=np.uint8)
     flags = cv2.IMREAD_COLOR | cv2.IMREAD_ANYDEPTH
     with quiet_opencv():  # a codec's WARN lines: ours is the one line
@@ -220,11 +226,7 @@ def check_image_file(path: str | Path) -> None:
     """
     import cv2
 
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no such file: {path}")
-    if path.is_dir():
-        raise ValueError(f"not an image (a folder): {path}")
+    path = _image_path(path)
     try:
         str(path).encode()  # OpenCV crashes on a file name that is not valid UTF-8: the full decode says then
         known = path.stat().st_size > 0 and cv2.haveImageReader(str(path))
