@@ -161,17 +161,16 @@ class OpenCVSource(Source):
 
         self.target = target
         self.is_file = isinstance(target, str)
-        if self.is_file and not Path(target).exists():
-            raise FileNotFoundError(f"no such video file: {target}")
-        if self.is_file and not Path(target).is_file():
-            raise ValueError(f"not a video file: {target}" + (" (a folder)" if Path(target).is_dir() else ""))
         if self.is_file:
+            if not Path(target).exists():
+                raise FileNotFoundError(f"no such video file: {target}")
+            if not Path(target).is_file():
+                raise ValueError(f"not a video file: {target}" + (" (a folder)" if Path(target).is_dir() else ""))
             try:
                 target.encode()
             except UnicodeEncodeError:  # OpenCV dies of a segmentation fault on such a name
                 raise ValueError(f"cannot open video {target!r}: OpenCV takes only file names that are UTF-8 text "
                                  "(rename the file)") from None
-        if self.is_file:
             # FFmpeg's own error lines ("[mov,mp4,...] moov atom not found" for a file that is no
             # video) went to stderr beside ours; OpenCV reads this once, at its first FFmpeg use, and
             # a value set beforehand (16: errors) shows them again
