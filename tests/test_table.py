@@ -340,3 +340,18 @@ def test_a_counted_pool_set_after_the_newest_roll_leaves_the_tables_pool_at_the_
     table.set_roll_params(roll.id, {"pool": 4})
     assert table.roll(roll.id).params["pool"] == 4 and table.params["pool"] == 2
     assert table.undo() and table.params["pool"] is None and table.roll(roll.id).params["pool"] is None
+
+
+def test_rolls_forgotten_take_their_corrections_out_of_the_undo_log():
+    """keep_newest_rolls (the demo's table) forgets old rolls; a correction of one of them left in the
+    undo log made every later undo fail on a roll that is gone (KeyError), for good."""
+    table = Table(":memory:", "charge")
+    first = table.record(d6_reading(6, 4, 2))
+    table.correct_die(first.id, 1, "5")
+    table.add_tension(1)
+    for _ in range(3):
+        table.record(d6_reading(3))
+    assert table.keep_newest_rolls(2) == 2
+    assert table.undo()  # the tension change
+    assert table.tokens.tension == 0
+    assert not table.undo() and table.last_change() is None  # the forgotten roll's correction went with it

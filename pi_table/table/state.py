@@ -461,7 +461,8 @@ class Table:
 
     def keep_newest_rolls(self, keep: int) -> int:
         """Forget every roll but the newest ``keep`` (a table that must not grow for ever: the
-        demo's, which replays its photos all day). Returns how many were forgotten.
+        demo's, which replays its photos all day), and the undo log's corrections of them.
+        Returns how many rolls were forgotten.
 
         Raises:
             ValueError: ``keep`` below 1.
@@ -470,6 +471,11 @@ class Table:
             raise ValueError(f"keep must be at least 1, got {keep!r}")
         with self._lock, self._db:
             cur = self._db.execute("DELETE FROM rolls WHERE id <= (SELECT MAX(id) FROM rolls) - ?", (int(keep),))
+            if cur.rowcount:  # corrections of the rolls forgotten cannot be undone: out of the undo log too
+                oldest = self._db.execute("SELECT MIN(id) FROM rolls").fetchone()[0]
+                gone = [cid for cid, what, before in self._db.execute("SELECT id, what, before FROM changes")
+                        if what in CORRECTIONS and json.loads(before)["roll"] < oldest]
+                self._db.executemany("DELETE FROM changes WHERE id=?", [(cid,) for cid in gone])
         return cur.rowcount
 
     def forget_photos(self, keep: int) -> list[str]:
