@@ -264,7 +264,8 @@ def test_gm_keeps_what_it_is_typing_across_live_updates(served, page):
     """A state event (a token change, a new roll) refreshes /gm, but leaves alone the fields the GM
     is editing: the system menu and parameters chosen but not yet used, a die's face typed but not
     yet set (it once put them all back to the server's values on every roll). A newer roll does not
-    replace the die fields being edited: they still correct the roll they show. After each submit
+    replace the die fields being edited: they still correct the roll they show, and so does "Apply to
+    roll #N". After each submit
     the fields show the server's state again."""
     service, base = served
     service.set_system("contract")
@@ -289,6 +290,9 @@ def test_gm_keeps_what_it_is_typing_across_live_updates(served, page):
     assert f"roll #{first}" in page.inner_text("#dice-note")
     assert page.locator("#last-dice form.fix input").count() == 3
     assert page.locator("#last-dice form.fix input").first.input_value() == "4"
+    # "Apply to roll #N" acts on the roll the fields hold, not the newer one (it once named the newest)
+    assert page.inner_text("#roll-params") == f"Apply to roll #{first}"
+    assert f"Roll #{first} " in page.inner_text("#roll-params-note")
     assert page.input_value("#system") == "charge" and page.input_value("#params") == '{"risk":"high"}'
     page.click("#set-system")
     page.wait_for_function("document.getElementById('msg').textContent === 'system set'", timeout=10_000)
@@ -300,6 +304,7 @@ def test_gm_keeps_what_it_is_typing_across_live_updates(served, page):
     assert service.table.roll(first).reading.dice[0].face == "4"
     assert page.locator("#last-dice form.fix input").count() == 1 and page.is_hidden("#dice-note")
     assert page.locator("#last-dice form.fix input").input_value() == "3"  # the newest roll, as read
+    assert page.inner_text("#roll-params") == f"Apply to roll #{second}"
 
 
 def test_gm_page_asks_for_the_pin_again_when_its_session_is_gone(served, page):

@@ -46,7 +46,9 @@ function fill(el, value) {
 }
 // The roll the correction controls act on: the newest (picked null), or the one the GM tapped in
 // the recent rolls (picked: its id), which newer rolls do not take the controls away from.
-let lastRoll = null, newest = null, picked = null, recent = [], refreshes = 0;
+// shownRoll: the roll the die fields show, which "Apply to roll #N" acts on too; it is lastRoll
+// but while the GM types in the fields of an older roll (drawDice holds them there).
+let lastRoll = null, shownRoll = null, newest = null, picked = null, recent = [], refreshes = 0;
 // Picking a system fills the parameters field with that system's own keys: the table's
 // parameters for the table's system, a new table's for another (GET /api/systems).
 let table = { system: null, params: {} }, systems = {};
@@ -61,7 +63,7 @@ $("system").onchange = () => {
 // them first; PUT /api/rolls/<id>/params). Only for a roll of the system picked here (a roll
 // keeps its own system); the note shows what the roll was resolved with.
 function drawRollParams() {
-  const roll = lastRoll, btn = $("roll-params"), note = $("roll-params-note");
+  const roll = shownRoll, btn = $("roll-params"), note = $("roll-params-note");
   const saved = Boolean(roll) && roll.id !== null && roll.id !== undefined;
   btn.disabled = !saved || roll.system !== $("system").value;
   btn.textContent = saved ? `Apply to roll #${roll.id}` : "Apply to the last roll";
@@ -145,6 +147,7 @@ function drawDice() {
   const fields = [...box.querySelectorAll("input")];
   const shown = Number(box.dataset.roll);
   if (roll && roll.id === shown && fields.length === roll.dice.length) {
+    shownRoll = roll;
     roll.dice.forEach((d, i) => markDie(fields[i], d, i));
   } else if ((!roll || roll.id !== shown) && [...fields, ...box.querySelectorAll("select")].some(editing)) {
     // (the shown roll with a die more or less, a die removed or put back, is drawn again: its
@@ -155,6 +158,7 @@ function drawDice() {
     return;
   } else {
     box.replaceChildren(); delete box.dataset.roll;
+    shownRoll = roll;
     if (roll) {
       box.dataset.roll = roll.id;
       roll.dice.forEach((d, i) => box.appendChild(dieForm(roll, d, i)));
@@ -286,7 +290,7 @@ $("set-system").onclick = () => act(async () => {
 }, "system set");
 
 $("roll-params").onclick = () => {
-  const id = lastRoll && lastRoll.id;
+  const id = shownRoll && shownRoll.id;
   act(async () => {
     await api("PUT", `/api/rolls/${id}/params`, { params: JSON.parse($("params").value || "{}") });
   }, `roll #${id} resolved again with these parameters (Undo last change takes it back; "Use for next rolls" sets them for the next rolls too)`);
