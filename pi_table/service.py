@@ -630,6 +630,13 @@ class Service:
         self._changed()
         return self.state()
 
+    def set_assister(self, player_id: int | None) -> TableState:
+        """Pick the teammate who pays a Charge assist's 1 momentum (None: no one; seed 004
+        "Assist"). ValueError for an unknown id or the roller."""
+        self.table.set_assister(player_id)
+        self._changed()
+        return self.state()
+
     def reread(self) -> Roll | None:
         """The re-read button: read the tray as it is now (a live camera's latest frame; the Pi
         camera takes a fresh full-resolution one) and record it as a roll, unless it holds the last

@@ -197,6 +197,93 @@ def test_no_roller_spends_from_the_table_level_momentum(tmp_path):
     assert table.tokens.momentum == 1
 
 
+def momenta(table: Table) -> dict[str, int]:
+    return {p.name: p.momentum for p in table.players()}
+
+
+def test_an_assist_takes_one_momentum_from_the_teammate_who_assists(tmp_path):
+    """Seed 004 "Assist": the assisting teammate consumes 1 momentum and gives the roller +1d6."""
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1, "assist": True})
+    ana, bo = table.add_player("Ana"), table.add_player("Bo", momentum=1)
+    table.set_roller(ana.id)
+    table.set_assister(bo.id)
+    assert table.assister == bo.id and table.state().to_json()["assister"] == bo.id
+    roll = table.record(d6_reading(6, 2))  # full, 2 dice (1 dot + assist); momentum was spent: Ana gains none
+    assert roll.outcome == "full" and momenta(table) == {"Ana": 2, "Bo": 0}
+    assert roll.assist_by == {"id": bo.id, "name": "Bo"} and roll.to_json()["assist_by"]["name"] == "Bo"
+    assert "Bo assists: 1 momentum" in roll.why
+    assert table.roll(roll.id).to_json()["assist_by"] == {"id": bo.id, "name": "Bo"}  # as stored
+    assert table.tokens.momentum == 0  # never the table-level count
+
+    short = table.record(d6_reading(4, 1))  # Bo has none left: never below 0, and the why says so
+    assert momenta(table) == {"Ana": 2, "Bo": 0}
+    assert "Bo had 0 momentum for the 1 this assist spends" in short.why, short.why
+
+    table.set_system("charge", {"dots": 2})  # no assist: the assister picked pays nothing, and is not named
+    table.update_player(bo.id, momentum=3)
+    plain = table.record(d6_reading(6, 2))
+    assert momenta(table) == {"Ana": 4, "Bo": 3} and plain.to_json()["assist_by"] is None
+    assert not any("assist" in w for w in plain.why)
+
+
+def test_an_assist_with_no_teammate_picked_is_paid_by_no_one_and_says_so(tmp_path):
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1, "assist": True})
+    ana, bo = table.add_player("Ana"), table.add_player("Bo")
+    table.set_roller(ana.id)
+    roll = table.record(d6_reading(6, 2))
+    assert momenta(table) == {"Ana": 2, "Bo": 2} and roll.to_json()["assist_by"] is None
+    assert "no teammate picked to pay the assist's 1 momentum" in roll.why, roll.why
+
+
+def test_the_assister_is_a_player_other_than_the_roller(tmp_path):
+    table = Table(tmp_path / "t.db", "charge")
+    ana, bo = table.add_player("Ana"), table.add_player("Bo")
+    table.set_roller(ana.id)
+    for bad, match in ((999, "999"), (ana.id, "roller"), ("2", "'2'"), (True, "True")):
+        with pytest.raises(ValueError, match=match):
+            table.set_assister(bad)
+    assert table.assister is None
+    table.set_assister(bo.id)
+    table.set_roller(bo.id)  # the assister now rolls: no longer the assister
+    assert (table.roller, table.assister) == (bo.id, None)
+    assert table.undo() and (table.roller, table.assister) == (ana.id, bo.id)
+    table.remove_player(bo.id)  # the assister leaves: no one assists
+    assert table.assister is None and table.state().assister is None
+    assert table.undo() and table.assister == bo.id
+    table.set_assister(None)
+    assert table.assister is None
+    assert table.undo() and table.assister == bo.id
+
+
+def test_an_assist_set_or_cleared_after_the_roll_charges_the_rolls_own_assister_and_undo_restores_it(tmp_path):
+    """A correction (Table._correct) that turns the assist on or off charges or pays back the
+    teammate picked when the roll was recorded, not the one picked now; undo takes it back."""
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1})
+    ana, bo, cy = table.add_player("Ana"), table.add_player("Bo"), table.add_player("Cy")
+    table.set_roller(ana.id)
+    table.set_assister(bo.id)
+    roll = table.record(d6_reading(5))  # partial, no assist: Ana gains 1, Bo pays nothing
+    assert momenta(table) == {"Ana": 3, "Bo": 2, "Cy": 2} and roll.to_json()["assist_by"] is None
+    table.set_assister(cy.id)  # the setting moves on; the roll keeps its own assister
+
+    on = table.set_roll_params(roll.id, {"dots": 0, "assist": True})  # the same die, now the assist's
+    assert momenta(table) == {"Ana": 2, "Bo": 1, "Cy": 2}  # momentum spent: Ana's gain taken back; Bo pays 1
+    assert on.to_json()["assist_by"] == {"id": bo.id, "name": "Bo"} and "Bo assists: 1 momentum" in on.why
+    table.correct_die(roll.id, 0, "6")  # a correction that keeps the assist charges nothing more
+    assert momenta(table) == {"Ana": 2, "Bo": 1, "Cy": 2} and table.roll(roll.id).outcome == "full"
+    table.remove_die(roll.id, 0)  # no die left: invalid, nothing spent: Bo paid back
+    assert momenta(table) == {"Ana": 2, "Bo": 2, "Cy": 2}
+    assert table.undo() and table.undo() and momenta(table) == {"Ana": 2, "Bo": 1, "Cy": 2}
+
+    off = table.set_roll_params(roll.id, {"roll": "fortune", "assist": False})  # no action roll: Bo paid back
+    assert momenta(table) == {"Ana": 2, "Bo": 2, "Cy": 2} and off.to_json()["assist_by"] is None
+    assert table.undo()  # the assist is on again: Bo pays again
+    assert momenta(table) == {"Ana": 2, "Bo": 1, "Cy": 2} and table.roll(roll.id).params["assist"] is True
+    assert "Bo assists: 1 momentum" in table.roll(roll.id).why
+    assert table.undo()  # the assist set after the roll taken back: Bo's 1 and Ana's gain come back
+    assert momenta(table) == {"Ana": 3, "Bo": 2, "Cy": 2} and table.roll(roll.id).to_json()["assist_by"] is None
+
+
 # -- odds of a roll ---------------------------------------------------------------------------
 def test_roll_json_has_exact_odds_matching_the_rules(tmp_path):
     table = Table(tmp_path / "t.db", "charge")
@@ -392,3 +479,28 @@ def test_undoing_a_correction_sends_the_roll_as_it_is_now(service):
     assert sent and sent[0]["id"] == roll.id and sent[0]["outcome"] == "critical", sent
     service.add_tension(1)
     assert service.table.last_change() == ("tension", None)
+
+
+def test_assister_api_needs_the_pin_and_names_a_bad_player(client, service):
+    ana = client.post("/api/players", json={"name": "Ana"}, headers=AUTH).get_json()
+    bo = client.post("/api/players", json={"name": "Bo"}, headers=AUTH).get_json()
+    assert client.get("/api/state").get_json()["assister"] is None
+    for headers in ({}, {"Authorization": "Bearer 0000"}):
+        assert client.put("/api/assister", json={"player": bo["id"]}, headers=headers).status_code in (401, 429)
+    assert service.table.assister is None
+    client.put("/api/roller", json={"player": ana["id"]}, headers=AUTH)
+    for bad, word in ((999, "999"), (ana["id"], "roller"), ("1", "'1'"), (2**70, "player")):
+        resp = client.put("/api/assister", json={"player": bad}, headers=AUTH)
+        assert resp.status_code == 400 and word in resp.get_json()["error"], (bad, resp.get_json())
+    assert client.put("/api/assister", json={}, headers=AUTH).status_code == 400
+    assert client.put("/api/assister", json={"player": 1, "x": 2}, headers=AUTH).status_code == 400
+    state = client.put("/api/assister", json={"player": bo["id"]}, headers=AUTH).get_json()
+    assert state["assister"] == bo["id"] and client.get("/api/state").get_json()["assister"] == bo["id"]
+
+    service.table.set_system("charge", {"dots": 2, "assist": True})
+    service.handle(settled())  # 6,6,3: critical with the assist's die; Bo pays 1, Ana gains none
+    state = client.get("/api/state").get_json()
+    assert {p["name"]: p["momentum"] for p in state["players"]} == {"Ana": 2, "Bo": 1}
+    assert state["last_roll"]["assist_by"] == {"id": bo["id"], "name": "Bo"}
+    assert client.put("/api/assister", json={"player": None}, headers=AUTH).get_json()["assister"] is None
+    assert client.post("/api/undo", headers=AUTH).get_json()["state"]["assister"] == bo["id"]

@@ -178,6 +178,10 @@ SPEC: dict = {
             "whose roll the next one is (null: no one)", _json("State"),
             {"type": "object", "required": ["player"], "additionalProperties": False, "properties": {
                 "player": {"type": "integer", "nullable": True}}})},
+        "/api/assister": {"put": _gm(
+            "the teammate who pays a Charge assist's 1 momentum (null: no one; not the roller)", _json("State"),
+            {"type": "object", "required": ["player"], "additionalProperties": False, "properties": {
+                "player": {"type": "integer", "nullable": True}}})},
         "/api/openapi.json": {"get": {"summary": "this description", "responses": {"200": {"description": "OpenAPI 3"}}}},
     },
     "components": {
@@ -201,7 +205,10 @@ SPEC: dict = {
                 "dice": {"type": "array", "items": {"$ref": "#/components/schemas/Die"}},
                 "outcome": {"type": "string"}, "result": {"type": "object"},
                 "why": {"type": "array", "items": {"type": "string"}},
-                "image_url": {"type": "string", "nullable": True}, "saved": {"type": "boolean"}}},
+                "image_url": {"type": "string", "nullable": True}, "saved": {"type": "boolean"},
+                "player": {"type": "object", "nullable": True, "description": "{id, name} of the roller"},
+                "assist_by": {"type": "object", "nullable": True,
+                              "description": "{id, name} of the teammate who assisted (Charge) and paid 1 momentum"}}},
             "Player": {"type": "object", "properties": {
                 "id": {"type": "integer"}, "name": {"type": "string"}, "momentum": _POINTS, "luck": _POINTS}},
             "State": {"type": "object", "required": ["system", "params", "tokens", "last_roll"], "properties": {
@@ -211,7 +218,8 @@ SPEC: dict = {
                 "last_roll": {"allOf": [{"$ref": "#/components/schemas/Roll"}], "nullable": True},
                 "notices": {"type": "array", "items": {"type": "string"}},
                 "players": {"type": "array", "items": {"$ref": "#/components/schemas/Player"}},
-                "roller": {"type": "integer", "nullable": True}}},
+                "roller": {"type": "integer", "nullable": True},
+                "assister": {"type": "integer", "nullable": True}}},
         },
     },
 }

@@ -354,6 +354,14 @@ def create_app(service) -> Flask:
             raise ValueError("body must name the roller: {\"player\": id or null}")
         return jsonify(service.set_roller(data["player"]).to_json())
 
+    @app.put("/api/assister")
+    def put_assister():
+        """The teammate who pays a Charge assist's 1 momentum (seed 004 "Assist"): ``{"player": id or null}``."""
+        data = body("player")
+        if "player" not in data:
+            raise ValueError("body must name the assister: {\"player\": id or null}")
+        return jsonify(service.set_assister(data["player"]).to_json())
+
     return app
 
 

@@ -30,6 +30,8 @@ class TableEffects:
             "Determination Roll": 1 per die). A teammate's assist (1 momentum) is not the
             roller's and is not counted here.
         luck_spent: luck points the roller spends (seed 001 "Luck Dice": 1 per luck die).
+        assist_momentum: momentum the assisting teammate spends (seed 004 "Assist": 1), not
+            the roller's; the table takes it from the teammate the GM picked to assist.
     All are non-negative integers.
     """
 
@@ -39,6 +41,7 @@ class TableEffects:
     momentum: int = 0
     momentum_spent: int = 0
     luck_spent: int = 0
+    assist_momentum: int = 0
 
     @property
     def net_momentum(self) -> int:
@@ -46,7 +49,8 @@ class TableEffects:
         return self.momentum - self.momentum_spent
 
     def to_json(self) -> dict:
-        """``{"tension_tokens", "gm_omens", "player_omens", "momentum", "momentum_spent", "luck_spent"}``, all int."""
+        """``{"tension_tokens", "gm_omens", "player_omens", "momentum", "momentum_spent", "luck_spent",
+        "assist_momentum"}``, all int."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

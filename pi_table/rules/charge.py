@@ -290,7 +290,7 @@ def resolve(
         why.append("fortune roll: no momentum, no consequence")
 
     return ChargeResolution(
-        system=SYSTEM, outcome=band, why=tuple(why), effects=TableEffects(momentum=gained, momentum_spent=spent),
+        system=SYSTEM, outcome=band, why=tuple(why), effects=TableEffects(momentum=gained, momentum_spent=spent, assist_momentum=assist_m),
         dice=faces, roll=roll, pool=pool, bonus_dice=bonus, zero_dice=zero, deciding_die=deciding,
         sixes=sixes, risk=risk, effect=final_effect, consequence=consequence,
         consequence_rating=rating, progress_ticks=ticks, momentum_spent=spent,

@@ -10,7 +10,9 @@ luck points) comes from its roller.
 
 Players (seed 004 momentum, seed 001 luck points) live in the ``players`` table; the GM
 picks the *roller* (settings key ``roller``), and the momentum a roll gains goes to the
-roller (to the table-level ``tokens.momentum`` while no roller is picked).
+roller (to the table-level ``tokens.momentum`` while no roller is picked). The GM may also
+pick the *assister* (settings key ``assister``), the teammate who pays the 1 momentum of a
+Charge roll's assist (seed 004 "Assist").
 """
 
 from __future__ import annotations
@@ -72,8 +74,8 @@ MAX_NAME = 40
 REROLL = "reroll"
 #: Outcome of a roll whose dice do not fit the system (wrong kinds or count).
 INVALID = "invalid"
-#: GM changes that touch only players and the roller (undone without touching the tokens).
-PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller")
+#: GM changes that touch only players, the roller and the assister (undone without touching the tokens).
+PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller", "assister")
 #: GM changes to a recorded roll: a face (and kind) typed, a false die taken out, the parameters it is
 #: resolved under set after the roll. Each logs the roll's reading and params as they were; undo puts
 #: them back and resolves the roll again.
@@ -152,6 +154,9 @@ class Roll:
         why: short sentences explaining the outcome.
         image: path of the stored photo, or None.
         player: ``{"id", "name"}`` of the roller the roll was recorded for, or None.
+        assister: ``{"id", "name"}`` of the teammate picked to assist when the roll was recorded,
+            or None; the roll charges them the assist's momentum while its params have it
+            (seed 004 "Assist"), a correction that turns the assist on or off too.
     """
 
     id: int | None
@@ -164,6 +169,13 @@ class Roll:
     why: tuple[str, ...]
     image: str | None = None
     player: dict | None = None
+    assister: dict | None = None
+
+    @property
+    def assist_by(self) -> dict | None:
+        """``{"id", "name"}`` of the teammate who assisted this roll (its resolution spends the
+        assist's momentum and an assister was picked), else None."""
+        return self.assister if self.result.get("effects", {}).get("assist_momentum") else None
 
     def odds(self, wait_s: float | None = ODDS_WAIT_S) -> dict | None:
         """Exact odds of each outcome band for this roll's system, params and dice
@@ -184,8 +196,9 @@ class Roll:
     def to_json(self) -> dict:
         """The roll as served by the HTTP API: dice as in ``read --json`` plus ``outcome``,
         ``source`` (the photo's or frame's name, without the server's folders: "IMG_1.jpg",
-        "rolls.avi#12", "picamera#3"), ``odds`` (``{band: {"p": float, "exact": "n/d"}}`` worst band first, or null) and
-        ``player`` (``{"id", "name"}`` of the roller, or null)."""
+        "rolls.avi#12", "picamera#3"), ``odds`` (``{band: {"p": float, "exact": "n/d"}}`` worst band first, or null),
+        ``player`` (``{"id", "name"}`` of the roller, or null) and ``assist_by`` (``{"id", "name"}`` of
+        the teammate who assisted and paid for it, or null: :attr:`assist_by`)."""
         return {
             "id": self.id,
             "time": self.t,
@@ -203,13 +216,14 @@ class Roll:
             "saved": self.id is not None,
             "odds": self.odds(),
             "player": self.player,
+            "assist_by": self.assist_by,
         }
 
 
 @dataclass(frozen=True)
 class TableState:
     """What ``GET /api/state`` serves: system, params, tokens and the newest roll, plus
-    ``players`` (list of :meth:`Player.to_json`) and ``roller`` (a player id or null)."""
+    ``players`` (list of :meth:`Player.to_json`), ``roller`` and ``assister`` (player ids or null)."""
 
     system: str
     params: dict
@@ -218,6 +232,7 @@ class TableState:
     notices: tuple[str, ...] = field(default_factory=tuple)
     players: tuple[Player, ...] = ()
     roller: int | None = None
+    assister: int | None = None
 
     def to_json(self) -> dict:
         return {
@@ -228,6 +243,7 @@ class TableState:
             "notices": list(self.notices),
             "players": [p.to_json() for p in self.players],
             "roller": self.roller,
+            "assister": self.assister,
         }
 
 
@@ -243,9 +259,23 @@ def _reading_from_json(text: str) -> Reading:
     )
 
 
-def _result_json(result: dict, why, effects: "rules.TableEffects", player: dict | None) -> str:
-    """A roll's stored ``result`` column: the resolution, its why lines, its effects and the roller."""
-    return json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": player})
+def _result_json(result: dict, why, effects: "rules.TableEffects", player: dict | None,
+                 assister: dict | None = None) -> str:
+    """A roll's stored ``result`` column: the resolution, its why lines, its effects, the roller
+    and the teammate picked to assist."""
+    return json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": player,
+                       "assister": assister})
+
+
+def _assist_why(assister: dict | None, effects: "rules.TableEffects") -> tuple[str, ...]:
+    """The why line of who pays a roll's assist (seed 004 "Assist": the assisting teammate
+    consumes 1 momentum); none when the roll has no assist."""
+    cost = effects.assist_momentum
+    if not cost:
+        return ()
+    if assister is None:
+        return (f"no teammate picked to pay the assist's {cost} momentum",)
+    return (f"{assister['name']} assists: {cost} momentum",)
 
 
 def pool_after(system: str, params: dict, result: dict) -> dict | None:
@@ -390,14 +420,15 @@ class Table:
             system, params = self._cached_system()
             players, roller = self.players(), self.roller
             return TableState(system, params, self.shown_tokens(players, roller), rolls[0] if rolls else None,
-                              notices, tuple(players), roller)
+                              notices, tuple(players), roller, self.assister)
 
     # -- rolls ----------------------------------------------------------------------------
     def _row_to_roll(self, row: tuple) -> Roll:
         rid, t, system, params, reading, outcome, result, image = row
         result = json.loads(result)
         return Roll(rid, t, system, json.loads(params), _reading_from_json(reading), outcome,
-                    result.get("result", {}), tuple(result.get("why", ())), image, result.get("player"))
+                    result.get("result", {}), tuple(result.get("why", ())), image, result.get("player"),
+                    result.get("assister"))
 
     def rolls(self, limit: int = 50) -> list[Roll]:
         """Newest first. Raises ValueError for a limit outside 1..1000."""
@@ -432,6 +463,17 @@ class Table:
         short = self._short(player, effects)
         self._add_points(player.id, effects.net_momentum, -effects.luck_spent)
         return why + short
+
+    @staticmethod
+    def _assist_cost(assister: Player | None, cost: int) -> tuple[int, tuple[str, ...]]:
+        """What paying ``cost`` momentum for an assist (a negative cost: given back) does to the
+        teammate who assists (seed 004 "Assist"): ``(change to their momentum, kept in
+        0..MAX_POINTS; a why line when they had less than the cost)``. Nothing without one."""
+        if assister is None or not cost:
+            return 0, ()
+        change = min(MAX_POINTS, max(0, assister.momentum - cost)) - assister.momentum
+        short = (f"{assister.name} had {assister.momentum} momentum for the {cost} this assist spends",)
+        return change, short if cost > assister.momentum else ()
 
     @staticmethod
     def _short(player: Player, effects: "rules.TableEffects") -> tuple[str, ...]:
@@ -531,6 +573,9 @@ class Table:
         outcome, result, why, effects = resolve_reading(system, params, reading)
         roller = self._roller_player()
         who = {"id": roller.id, "name": roller.name} if roller else None
+        assister = self._assister_player()
+        helper = {"id": assister.id, "name": assister.name} if assister else None
+        why += _assist_why(helper, effects)
         tokens = self._apply(self.tokens, effects, momentum=roller is None)
         following = pool_after(system, params, result)
         with self._db:
@@ -539,13 +584,17 @@ class Table:
                 self._put_setting("params", following)
             if roller is not None:
                 why = self._pay(roller, effects, why)
-            payload = _result_json(result, why, effects, who)
+            change, short = self._assist_cost(assister, effects.assist_momentum)
+            if change:
+                self._add_points(assister.id, change)
+            why += short
+            payload = _result_json(result, why, effects, who, helper)
             cur = self._db.execute(
                 "INSERT INTO rolls (t, system, params, reading, outcome, result, image) VALUES (?,?,?,?,?,?,?)",
                 (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
             )
             self._put_setting("tokens", tokens.to_json())
-        return Roll(cur.lastrowid, t, system, params, reading, outcome, result, why, image, who)
+        return Roll(cur.lastrowid, t, system, params, reading, outcome, result, why, image, who, helper)
 
     # -- GM changes (each one undoable) ---------------------------------------------------
     def _log_change(self, what: str, extra: dict | None = None, tokens_after: Tokens | None = None) -> None:
@@ -704,22 +753,30 @@ class Table:
         """Store ``reading`` as ``roll``'s dice and ``params`` (None: the roll's own, already
         checked) as its parameters (a GM correction, one of :data:`CORRECTIONS`), resolved again
         under the roll's own system. The tokens and the roller's points change by the difference
-        between the old and the new resolution's effects, the newest pool roll's pool follows
+        between the old and the new resolution's effects (the roll's own assister's momentum by
+        that of the assist: seed 004 "Assist"), the newest pool roll's pool follows
         it, and the change is logged as ``what`` with the reading and params as they were, for
         :meth:`undo`. Returns the roll as stored."""
         roll_id = roll.id
         params = roll.params if params is None else params
         _, _, _, old_effects = resolve_reading(roll.system, roll.params, roll.reading)
         outcome, result, why, effects = resolve_reading(roll.system, params, reading)
+        why += _assist_why(roll.assister, effects)
         owner = self._find_player(roll.player["id"]) if roll.player else None
         if owner is not None:  # what the correction makes the roll spend beyond what it spent
             more = replace(effects, momentum_spent=effects.momentum_spent - old_effects.momentum_spent,
                            luck_spent=effects.luck_spent - old_effects.luck_spent)
             why += self._short(owner, more)
+        # the roll's own assister pays for an assist the correction turns on, and is paid back for one it turns off
+        helper = self._find_player(roll.assister["id"]) if roll.assister else None
+        assist, short = self._assist_cost(helper, effects.assist_momentum - old_effects.assist_momentum)
+        why += short
         to_table = owner is None
         tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
-        payload = _result_json(result, why, effects, roll.player)
+        payload = _result_json(result, why, effects, roll.player, roll.assister)
         extra = {"roll": roll_id, "reading": roll.reading.to_json(), "roll_params": roll.params}
+        if assist:
+            extra["assister_points"] = [helper.id, assist]
         momentum = effects.net_momentum - old_effects.net_momentum
         luck = old_effects.luck_spent - effects.luck_spent
         if owner is not None:
@@ -740,6 +797,8 @@ class Table:
                 self._put_setting("params", following)
             if owner is not None:
                 self._add_points(owner.id, momentum, luck)
+            if assist:
+                self._add_points(helper.id, assist)
             self._rewrite_roll(roll_id, reading, params, outcome, payload)
             self._put_setting("tokens", tokens.to_json())
         return self.roll(roll_id)
@@ -762,7 +821,7 @@ class Table:
 
     def undo(self) -> bool:
         """Undo the last GM change (system, tokens, scene, correction, removed die or a roll's params,
-        players, roller).
+        players, roller, assister).
         False if none is left.
 
         A player change undoes only itself (the player's row, the roller); momentum that
@@ -794,6 +853,9 @@ class Table:
                 elif "player_momentum" in before:  # logged before corrections kept their difference
                     pid, momentum = before["player_momentum"]
                     self._db.execute("UPDATE players SET momentum=? WHERE id=?", (momentum, pid))
+                if "assister_points" in before:  # the assist a correction charged or paid back
+                    pid, momentum = before["assister_points"]
+                    self._add_points(pid, -momentum)
                 if what in CORRECTIONS:  # the roll's dice and params as they were (a removed die comes back)
                     reading = Reading(**{**before["reading"], "dice": ()})
                     reading = replace(reading, dice=tuple(Die.from_json(d) for d in before["reading"]["dice"]))
@@ -801,7 +863,8 @@ class Table:
                     params = before.get("roll_params", roll.params)  # (logged before params could be set)
                     outcome, result, why, effects = resolve_reading(roll.system, params, reading)
                     self._rewrite_roll(before["roll"], reading, params, outcome,
-                                       _result_json(result, why, effects, roll.player))
+                                       _result_json(result, why + _assist_why(roll.assister, effects), effects,
+                                                    roll.player, roll.assister))
                 self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
             return True
 
@@ -834,6 +897,15 @@ class Table:
     def _roller_player(self) -> Player | None:
         roller = self._get("roller")
         return self._find_player(roller) if roller is not None else None
+
+    @property
+    def assister(self) -> int | None:
+        """Id of the teammate who pays the next Charge roll's assist (seed 004 "Assist"), or None."""
+        return self._get("assister")
+
+    def _assister_player(self) -> Player | None:
+        assister = self._get("assister")
+        return self._find_player(assister) if assister is not None else None
 
     def shown_tokens(self, players: list[Player] | None = None, roller: int | None = None) -> Tokens:
         """The tokens as served: ``momentum`` is the roller's when a roller is picked, else the
@@ -878,16 +950,18 @@ class Table:
             return Player(cur.lastrowid, name, momentum, luck)
 
     def remove_player(self, player_id: int) -> Player:
-        """Remove a player (if it was the roller, no one is). Undoable. KeyError if none."""
+        """Remove a player (if it was the roller or the assister, no one is). Undoable. KeyError if none."""
         with self._lock:
             gone = self.player(player_id)
-            roller = self.roller
+            roller, assister = self.roller, self.assister
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._log_change("player-remove", {"player": gone.to_json(), "roller": roller})
+                self._log_change("player-remove", {"player": gone.to_json(), "roller": roller, "assister": assister})
                 self._db.execute("DELETE FROM players WHERE id=?", (gone.id,))
                 if roller == gone.id:
                     self._put_setting("roller", None)
+                if assister == gone.id:
+                    self._put_setting("assister", None)
             return gone
 
     def update_player(self, player_id: int, /, **changes: Any) -> Player:
@@ -920,7 +994,8 @@ class Table:
             return new
 
     def set_roller(self, player_id: int | None) -> TableState:
-        """Pick whose roll the next one is (None: no one; momentum then goes to the table).
+        """Pick whose roll the next one is (None: no one; momentum then goes to the table). A
+        roller who was the assister is no longer (one does not assist one's own roll). Undoable.
 
         Raises:
             ValueError: ``player_id`` is not null or the id of a player (named).
@@ -928,10 +1003,32 @@ class Table:
         with self._lock:
             if player_id is not None and self._find_player(player_id) is None:
                 raise ValueError(f"player must be a player id or null, got {player_id!r}")
+            assister = self.assister
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._log_change("roller", {"roller": self.roller})
+                self._log_change("roller", {"roller": self.roller, "assister": assister})
                 self._put_setting("roller", player_id)
+                if player_id is not None and assister == player_id:
+                    self._put_setting("assister", None)
+        return self.state()
+
+    def set_assister(self, player_id: int | None) -> TableState:
+        """Pick the teammate who assists the next Charge action rolls (seed 004 "Assist": they
+        consume 1 momentum for the +1d6 of the params' ``assist``); None: no one (the assist's
+        momentum is then paid by no one, and the roll's why says so). Undoable.
+
+        Raises:
+            ValueError: ``player_id`` is not null or the id of a player, or is the roller (named).
+        """
+        with self._lock:
+            if player_id is not None and self._find_player(player_id) is None:
+                raise ValueError(f"player must be a player id or null, got {player_id!r}")
+            if player_id is not None and player_id == self.roller:
+                raise ValueError(f"player {player_id} is the roller: a teammate assists, not the one who rolls")
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._log_change("assister", {"assister": self.assister})
+                self._put_setting("assister", player_id)
         return self.state()
 
     def _undo_player_change(self, what: str, before: dict) -> None:
@@ -950,6 +1047,8 @@ class Table:
                 (p["name"], MAX_POINTS, p["momentum"] - after["momentum"], MAX_POINTS, p["luck"] - after["luck"], p["id"]))
         if "roller" in before:
             self._put_setting("roller", before["roller"])
+        if "assister" in before:
+            self._put_setting("assister", before["assister"])
 
     def close(self) -> None:
         """Write the rolls kept in memory if the database takes them now, then close it. Rolls
