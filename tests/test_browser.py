@@ -790,3 +790,33 @@ def test_gm_corrects_an_earlier_roll_picked_from_the_recent_rolls(served, page):
     page.click("#to-newest")
     page.wait_for_function(f"document.getElementById('last-dice').dataset.roll === '{fifth}'", timeout=10_000)
     assert page.is_hidden("#to-newest") and f"roll #{fifth}" in page.inner_text("#correcting")
+
+
+def test_gm_picks_who_assists_a_charge_roll_and_the_viewer_names_them(served, page):
+    """Seed 004 "Assist": on /gm a menu of the players but the roller picks the teammate who pays
+    the assist's 1 momentum (shown only on a Charge table with players); the roll's card on the
+    viewer names them beside the roller. On a small phone's width."""
+    service, base = served
+    service.set_system("charge", {"assist": True})
+    gm_login(page, base)
+    assert page.locator("#assister-row").is_hidden()  # no players yet
+    ana, bo = service.add_player("Ana"), service.add_player("Bo")
+    service.set_roller(ana.id)
+    page.wait_for_selector("#assister-row:not([hidden])", timeout=10_000)
+    page.wait_for_function("document.querySelectorAll('#assister option').length === 2", timeout=10_000)
+    assert page.eval_on_selector_all("#assister option", "os => os.map(o => o.textContent)") == ["no one picked", "Bo"]
+    page.select_option("#assister", str(bo.id))
+    page.wait_for_function("document.getElementById('msg').textContent.includes('Bo assists')", timeout=10_000)
+    assert service.table.assister == bo.id
+    box = page.locator("#assister").bounding_box()
+    assert box["x"] + box["width"] <= 390 and page.evaluate("document.documentElement.scrollWidth") <= 390
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "gm-assister.png"), full_page=True)
+    roll_now(service)  # 6,6,2 with the assist: Bo pays 1
+    assert service.table.player(bo.id).momentum == 1
+    service.set_system("contract")
+    page.wait_for_selector("#assister-row", state="hidden", timeout=10_000)
+
+    page.goto(base + "/")
+    page.wait_for_function("document.getElementById('by').textContent.includes('Bo assists')", timeout=10_000)
+    assert page.inner_text("#by") == "Ana's roll · Bo assists"

@@ -105,8 +105,8 @@ function drawRoll(roll) {
   $("detail").textContent = more;
   $("detail").hidden = !more;
   const by = $("by");
-  by.hidden = !roll.player;
-  by.textContent = roll.player ? `${roll.player.name}'s roll` : "";
+  by.hidden = !roll.player && !roll.assist_by;
+  by.textContent = [roll.player && `${roll.player.name}'s roll`, roll.assist_by && `${roll.assist_by.name} assists`].filter(Boolean).join(" · ");
   drawOdds(roll);
   const dice = $("dice"); dice.replaceChildren(...roll.dice.map(drawDie));
   if (!roll.dice.length) dice.appendChild(el("span", "", "no dice found in the tray"));

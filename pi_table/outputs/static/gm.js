@@ -86,6 +86,7 @@ async function refresh() {
   table = { system: s.system, params: s.params };
   fill($("system"), s.system); fill($("params"), JSON.stringify(s.params));
   drawPlayers(s.players || [], s.roller);
+  drawAssister(s.players || [], s.roller, s.assister, s.system);
   const sess = await (await fetch("/gm/session")).json();
   $("leds").textContent = `tension bar ${sess.leds.tension} lit${sess.leds.tension_over ? " (more: last blinks)" : ""}, second bar ${sess.leds.omens} lit${sess.leds.omens_over ? " (more: last blinks)" : ""}, status ${sess.leds.status}` + (sess.mock_pins ? " (mock pins)" : "");
   let roll = s.last_roll;
@@ -253,6 +254,19 @@ function drawPlayers(players, roller) {
     return row;
   }));
 }
+
+// Who assists a Charge roll (seed 004 "Assist": the teammate pays 1 momentum for the parameters'
+// "assist": true): a menu of the players but the roller, shown while the table plays Charge and has players.
+function drawAssister(players, roller, assister, system) {
+  const sel = $("assister"), opts = [["", "no one picked"], ...players.filter((p) => p.id !== roller).map((p) => [String(p.id), p.name])];
+  $("assister-row").hidden = system !== "charge" || !players.length;
+  sel.replaceChildren(...opts.map(([value, name]) => { const o = document.createElement("option"); o.value = value; o.textContent = name; return o; }));
+  sel.value = assister === null || assister === undefined ? "" : String(assister);
+}
+$("assister").onchange = () => {
+  const v = $("assister").value, name = $("assister").selectedOptions[0].textContent;
+  act(() => api("PUT", "/api/assister", { player: v === "" ? null : Number(v) }), v === "" ? "no one picked to assist" : `${name} assists`);
+};
 
 // Run a GM change, say what it did (the line fn returns, else done), and show the table again.
 async function act(fn, done) {
