@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from pi_table import rules
 from pi_table.capture import Frame, SettledRoll
 from pi_table.service import Service, Settings
 from pi_table.outputs.web import create_app
@@ -56,10 +57,29 @@ def test_state_shape(client):
 
 
 def test_pages_are_served_without_cdn(client):
-    for path in ("/", "/gm", "/static/app.js", "/static/gm.js", "/static/style.css"):
+    for path in ("/", "/gm", "/static/app.js", "/static/gm.js", "/static/bands.js", "/static/style.css"):
         resp = client.get(path)
         assert resp.status_code == 200, path
         assert b"https://" not in resp.data and b"http://" not in resp.data, path
+
+
+def test_every_outcome_band_has_one_colour_for_both_pages(client):
+    """bands.js maps every band the rules give (and a roll's reroll and invalid) to a colour class
+    style.css draws; the viewer and the GM page both load it before their own script (the map was
+    written twice, once in each)."""
+    import re
+
+    js = client.get("/static/bands.js").get_data(as_text=True)
+    colours = dict(re.findall(r"(\w+): \"(\w+)\"", js.split("const BANDS = {", 1)[1].split("};", 1)[0]))
+    css = client.get("/static/style.css").get_data(as_text=True)
+    bands = {band for system in rules.SYSTEMS for band in rules.BANDS[system]} | {"reroll", "invalid"}
+    assert bands <= set(colours), bands - set(colours)
+    assert all(f".band-{c}" in css for c in set(colours.values()))
+    for page, own in (("/", "app.js"), ("/gm", "gm.js")):
+        html = client.get(page).get_data(as_text=True)
+        assert 0 <= html.find('src="/static/bands.js"') < html.find(f'src="/static/{own}"'), page
+    assert "const BANDS" not in client.get("/static/app.js").get_data(as_text=True)
+    assert "const BANDS" not in client.get("/static/gm.js").get_data(as_text=True)
 
 
 def test_events_deliver_the_next_roll(client, service):

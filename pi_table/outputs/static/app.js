@@ -1,10 +1,6 @@
 // Live viewer: draws the newest roll and the history; updates by server-sent events.
 "use strict";
-const BANDS = {
-  critical: "critical", clean: "good", full: "good", complete: "good", exceptional: "critical", success: "good",
-  mixed: "mixed", partial: "mixed", grim: "bad", bad: "bad", failure: "bad",
-  disastrous: "worst", botch: "worst", reroll: "none", invalid: "none",
-};
+// BANDS (band -> colour class): bands.js
 const PIPS = {1: [4], 2: [0, 8], 3: [0, 4, 8], 4: [0, 2, 6, 8], 5: [0, 2, 4, 6, 8], 6: [0, 2, 3, 5, 6, 8]};
 const $ = (id) => document.getElementById(id);
 const el = (tag, cls, text) => { const e = document.createElement(tag); if (cls) e.className = cls; if (text !== undefined) e.textContent = text; return e; };

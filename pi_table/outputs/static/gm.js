@@ -4,12 +4,7 @@
 "use strict";
 const $ = (id) => document.getElementById(id);
 const RECENT = 10;  // rolls listed to pick from (GET /api/rolls?limit=RECENT)
-// outcome band id -> colour class, as on the viewer (app.js)
-const BANDS = {
-  critical: "critical", clean: "good", full: "good", complete: "good", exceptional: "critical", success: "good",
-  mixed: "mixed", partial: "mixed", grim: "bad", bad: "bad", failure: "bad",
-  disastrous: "worst", botch: "worst", reroll: "none", invalid: "none",
-};
+// BANDS (band -> colour class, as on the viewer): bands.js
 let csrf = null, source = null;
 const SIGNED_OUT = "signed out (the server restarted?): enter the PIN to go on";
 
