@@ -571,15 +571,16 @@ class Service:
         self._changed()
         return self.state()
 
-    def correct_die(self, roll_id: int, index: int, face: str, kind: str | None = None) -> Roll:
+    def correct_die(self, roll_id: int, index: int, face: str, kind: str | None = None,
+                    dice: int | None = None) -> Roll:
         """The GM types a die's face, and its kind if the reader took it for another
         (Table.correct_die); the changed roll is sent to the pages (a ``roll`` event, same id)."""
-        return self._corrected(self.table.correct_die(roll_id, index, face, kind))
+        return self._corrected(self.table.correct_die(roll_id, index, face, kind, dice))
 
-    def remove_die(self, roll_id: int, index: int) -> Roll:
+    def remove_die(self, roll_id: int, index: int, dice: int | None = None) -> Roll:
         """The GM takes a false die out of a roll (Table.remove_die); the changed roll is sent to
         the pages as a corrected one is."""
-        return self._corrected(self.table.remove_die(roll_id, index))
+        return self._corrected(self.table.remove_die(roll_id, index, dice))
 
     def set_roll_params(self, roll_id: int, params: dict) -> Roll:
         """The GM sets the parameters a roll is resolved under after the roll (Table.set_roll_params);

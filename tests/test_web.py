@@ -352,6 +352,33 @@ def test_a_false_die_is_taken_out_over_http_and_the_pages_get_the_roll_again(cli
     service.hub.unsubscribe(q)
 
 
+def test_a_correction_for_a_roll_that_changed_since_the_gm_saw_it_is_refused(client, service):
+    """Two GM devices: one takes die 0 (a false die) out of a 6, 4, 2 roll while the other, still
+    showing three dice, sets die 1's face: without a check that face landed on the die that moved
+    into place 1 (the 2). With the number of dice the page showed (``dice``; ``?dice=N`` on a
+    removal) the table refuses it, 409, and nothing changes; sent right, it goes through; a bad
+    count is a 400 naming it; without it, as before."""
+    roll = service.handle(settled())  # 6, 4, 2: full
+    assert client.delete(f"/api/rolls/{roll.id}/dice/0?dice=3", headers=AUTH).status_code == 200  # device A
+    before = client.get(f"/api/rolls/{roll.id}").get_json()
+    resp = client.put(f"/api/rolls/{roll.id}/dice/1", json={"face": "5", "dice": 3}, headers=AUTH)  # device B
+    assert resp.status_code == 409, resp.get_json()
+    assert "has 2 dice now, not the 3 shown" in resp.get_json()["error"]
+    resp = client.delete(f"/api/rolls/{roll.id}/dice/1?dice=3", headers=AUTH)
+    assert resp.status_code == 409
+    assert client.get(f"/api/rolls/{roll.id}").get_json() == before
+    for bad in ("-1", "two", "٣"):
+        resp = client.delete(f"/api/rolls/{roll.id}/dice/1?dice={bad}", headers=AUTH)
+        assert resp.status_code == 400 and repr(bad) in resp.get_json()["error"], bad
+    for bad in (-1, True, "2", 2.0):
+        resp = client.put(f"/api/rolls/{roll.id}/dice/1", json={"face": "5", "dice": bad}, headers=AUTH)
+        assert resp.status_code == 400 and repr(bad) in resp.get_json()["error"], bad
+    assert client.get(f"/api/rolls/{roll.id}").get_json() == before
+    resp = client.put(f"/api/rolls/{roll.id}/dice/1", json={"face": "5", "dice": 2}, headers=AUTH)
+    assert resp.status_code == 200 and [d["face"] for d in resp.get_json()["dice"]] == ["4", "5"]
+    assert client.put(f"/api/rolls/{roll.id}/dice/0", json={"face": "6"}, headers=AUTH).status_code == 200
+
+
 def test_a_die_kind_is_set_with_its_face_over_http(client, service):
     """PUT /api/rolls/<id>/dice/<i> takes ``kind`` beside ``face``: a kind the roll's system does not
     read, a kind that is not text, or a field it does not take is a 400 naming it and changes

@@ -47,6 +47,15 @@ def _path_id(name: str, description: str) -> dict:
 _POINTS = {"type": "integer", "minimum": 0, "maximum": 99}
 _DIE_PATH = [_path_id("roll_id", "the roll's id"), _path_id("index", "the die's index in the roll, from 0")]
 _KINDS = [k for kinds in KINDS_BY_SYSTEM.values() for k in kinds]
+_DICE_SEEN = ("the number of dice the roll had as the GM saw it (optional): a roll that has another number now "
+              "(a die removed or put back meanwhile, on another device) is left as it is: 409")
+
+
+def _roll_changed(op: dict) -> dict:
+    """``op`` with its 409: the roll changed since the GM saw it (``dice``)."""
+    op["responses"]["409"] = {"description": "the roll has another number of dice than `dice`; nothing changed",
+                              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    return op
 
 
 def _choose_fail() -> dict:
@@ -104,7 +113,7 @@ SPEC: dict = {
             "responses": {"200": {"description": "JPEG", "content": {"image/jpeg": {"schema": {"type": "string", "format": "binary"}}}},
                           "404": _NOT_FOUND}}},
         "/api/rolls/{roll_id}/dice/{index}": {
-            "put": _gm(
+            "put": _roll_changed(_gm(
                 "correct a misread die: its face, and its kind where the reader took it for another (a d10 read "
                 "as a d8); the roll is resolved again under its own system and params, tokens and the roller's "
                 "points move by the difference, and the pages get the roll again (event `roll`, same id); "
@@ -114,13 +123,15 @@ SPEC: dict = {
                              "description": "the printed face, e.g. \"5\", \"0\", \"70\" (on the die's kind)"},
                     "kind": {"type": "string", "nullable": True, "enum": [*sorted(set(_KINDS)), None],
                              "description": "the die's kind; one the roll's system reads (GET /api/systems "
-                                            "`kinds`), else 400; absent or null: as read"}}},
-                _DIE_PATH, not_found=True),
-            "delete": _gm(
+                                            "`kinds`), else 400; absent or null: as read"},
+                    "dice": {"type": "integer", "minimum": 0, "description": _DICE_SEEN}}},
+                _DIE_PATH, not_found=True)),
+            "delete": _roll_changed(_gm(
                 "take a false die (a pip or a mark on the tray read as a die) out of the roll; the roll is "
                 "resolved again as a corrected one is (a roll left with no die is invalid) and sent to the "
                 "pages again; undoable (the die comes back)", _json("Roll"),
-                params=_DIE_PATH, not_found=True)},
+                params=[*_DIE_PATH, {"name": "dice", "in": "query", "required": False, "description": _DICE_SEEN,
+                                     "schema": {"type": "integer", "minimum": 0}}], not_found=True))},
         "/api/rolls/{roll_id}/params": {"put": _gm(
             "set the parameters a recorded roll is resolved under, after the roll (the GM forgot to set "
             "The Contract's difficulty, a skill check's target, Charge's push first): the keys given replace "

@@ -24,6 +24,7 @@ from flask import Flask, Response, abort, jsonify, request, send_file, session
 from werkzeug.exceptions import HTTPException
 
 from pi_table.outputs.events import Event
+from pi_table.table import RollChangedError
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).resolve().parent / "static"
@@ -116,6 +117,10 @@ def create_app(service) -> Flask:
         if fields and unknown:
             raise ValueError(f"unknown field {unknown[0]!r} (expected {', '.join(fields)})")
         return data
+
+    @app.errorhandler(RollChangedError)
+    def roll_changed(exc):  # a fine request for the roll as the GM saw it, which has changed since
+        return error(409, str(exc))
 
     @app.errorhandler(ValueError)
     def bad_value(exc):
@@ -298,18 +303,30 @@ def create_app(service) -> Flask:
 
     @app.put("/api/rolls/<int:roll_id>/dice/<int:index>")
     def correct(roll_id: int, index: int):
-        data = body("face", "kind")
+        data = body("face", "kind", "dice")
         face, kind = data.get("face"), data.get("kind")
         if not isinstance(face, (str, int)) or isinstance(face, bool):
             raise ValueError(f"face must be a string like \"5\", got {face!r}")
         if kind is not None and not isinstance(kind, str):
             raise ValueError(f"kind must be a die kind like \"d10\", got {kind!r}")
-        return jsonify(service.correct_die(roll_id, index, str(face), kind).to_json())
+        return jsonify(service.correct_die(roll_id, index, str(face), kind, dice_seen(data.get("dice"))).to_json())
 
     @app.delete("/api/rolls/<int:roll_id>/dice/<int:index>")
     def remove_die(roll_id: int, index: int):
         """A false die (a pip, a mark on the tray) taken out of the roll; answers the roll as it is now."""
-        return jsonify(service.remove_die(roll_id, index).to_json())
+        return jsonify(service.remove_die(roll_id, index, dice_seen(request.args.get("dice"), query=True)).to_json())
+
+    def dice_seen(value, query: bool = False):
+        """The optional number of dice the GM saw the roll with (``"dice"`` in a correction's body,
+        ``?dice=N`` on a removal): the table refuses the change with a 409 when the roll has
+        another number now (:class:`~pi_table.table.RollChangedError`). None when not sent."""
+        if value is None:
+            return None
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        if query and value.isascii() and value.isdigit():  # ?dice=3
+            return int(value)
+        raise ValueError(f"dice must be the number of dice the roll was shown with, like 3, got {value!r}")
 
     @app.put("/api/rolls/<int:roll_id>/params")
     def roll_params(roll_id: int):

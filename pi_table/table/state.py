@@ -313,6 +313,11 @@ def resolve_reading(system: str, params: dict, reading: Reading) -> tuple[str, d
     return resolution.outcome, resolution.to_json(), tuple(resolution.why), resolution.effects
 
 
+class RollChangedError(ValueError):
+    """A correction sent for a roll as the GM saw it, which has changed since (another device took
+    a die out or put one back): refused, so that it cannot land on another die (HTTP 409)."""
+
+
 class TableFileError(sqlite3.DatabaseError):
     """The table's database file cannot be used: not SQLite, another program's database,
     corrupt, or read-only. The message names the file, which is left as it was."""
@@ -676,13 +681,20 @@ class Table:
         with self._lock:
             return self._set_tokens("scene", replace(self.tokens, gm_omens=0))
 
-    def _die_at(self, roll: Roll, index: int) -> Die:
-        """The die at ``index`` of ``roll``; ValueError naming the index when it has none."""
+    def _die_at(self, roll: Roll, index: int, dice: int | None = None) -> Die:
+        """The die at ``index`` of ``roll``; ValueError naming the index when it has none, and
+        :class:`RollChangedError` when ``dice`` (the number of dice the GM saw the roll with) is
+        given and the roll has another number of dice now."""
+        if dice is not None and dice != len(roll.reading.dice):
+            raise RollChangedError(
+                f"roll {roll.id} has {len(roll.reading.dice)} dice now, not the {dice} shown: it changed meanwhile "
+                f"(a die removed or put back on another device); look at it again")
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(roll.reading.dice):
             raise ValueError(f"die index {index} out of range (roll {roll.id} has {len(roll.reading.dice)} dice)")
         return roll.reading.dice[index]
 
-    def correct_die(self, roll_id: int, index: int, face: str, kind: str | None = None) -> Roll:
+    def correct_die(self, roll_id: int, index: int, face: str, kind: str | None = None,
+                    dice: int | None = None) -> Roll:
         """The GM enters a die's face by hand, and its kind where the reader took it for another
         (a d10 read as a d8); the roll is resolved again and tokens adjusted
         (:meth:`_correct`). The face is stored as the reader writes faces
@@ -691,15 +703,18 @@ class Table:
         Args:
             kind: None keeps the die's kind; else one of the kinds the roll's system reads
                 (:data:`pi_table.rules.KINDS_BY_SYSTEM`), the face then read on that kind.
+            dice: None, or the number of dice the GM saw the roll with: a roll that has another
+                number now (a die removed or put back meanwhile moved the dice after it) is left
+                as it is, so that a face typed for one die never lands on its neighbour.
 
         Raises:
             KeyError: no such roll. ValueError: index out of range, a kind the roll's system
                 does not read, or a face that is not plain digits or not on that die (each
-                named); nothing changes then.
+                named); :class:`RollChangedError` for ``dice``; nothing changes then.
         """
         with self._lock:
             roll = self.roll(roll_id)
-            old = self._die_at(roll, index)
+            old = self._die_at(roll, index, dice)
             if kind is not None:
                 reads = rules.KINDS_BY_SYSTEM.get(roll.system, ())
                 if kind not in reads:
@@ -710,18 +725,21 @@ class Table:
             dice[index] = replace(old, kind=kind, face=face, value=value, confidence=1.0, status="ok")
             return self._correct(roll, replace(roll.reading, dice=tuple(dice)), "correct")
 
-    def remove_die(self, roll_id: int, index: int) -> Roll:
+    def remove_die(self, roll_id: int, index: int, dice: int | None = None) -> Roll:
         """The GM takes a false die out of a roll (a pip or a mark on the tray the reader took
         for a die); the roll is resolved again under its own system and params and tokens
         adjusted, as a corrected face is (:meth:`_correct`). Undoable: the die comes back.
         Taking out the last die leaves a roll of no dice, which no system resolves: ``invalid``.
 
+        ``dice``: as for :meth:`correct_die`.
+
         Raises:
-            KeyError: no such roll. ValueError: index out of range (named); nothing changes then.
+            KeyError: no such roll. ValueError: index out of range (named); :class:`RollChangedError`
+                for ``dice``; nothing changes then.
         """
         with self._lock:
             roll = self.roll(roll_id)
-            self._die_at(roll, index)
+            self._die_at(roll, index, dice)
             dice = roll.reading.dice[:index] + roll.reading.dice[index + 1:]
             return self._correct(roll, replace(roll.reading, dice=dice), "remove-die")
 

@@ -173,7 +173,9 @@ function kindsFor(roll, d) {
 }
 
 function dieForm(roll, d, i) {
-  const rollId = roll.id;
+  // the roll's number of dice as shown goes with each change: the server refuses it (409) if another
+  // device took a die out or put one back meanwhile, which moved the dice after it to other places
+  const rollId = roll.id, shownDice = roll.dice.length;
   const f = document.createElement("form"); f.className = "fix";
   const inp = document.createElement("input"); inp.setAttribute("aria-label", `die ${i + 1} face`); inp.placeholder = "?";
   const b = document.createElement("button"); b.className = "set";
@@ -193,14 +195,15 @@ function dieForm(roll, d, i) {
   f.onsubmit = (e) => {
     e.preventDefault();
     // the kind is sent only when the GM changed it: {"face"} alone corrects a face as it always has
-    const fix = sel && sel.value !== f.dataset.kind ? { face: inp.value, kind: sel.value } : { face: inp.value };
+    const fix = sel && sel.value !== f.dataset.kind ? { face: inp.value, kind: sel.value, dice: shownDice }
+      : { face: inp.value, dice: shownDice };
     act(async () => { await api("PUT", `/api/rolls/${rollId}/dice/${i}`, fix); released.add(inp); if (sel) released.add(sel); }, "die corrected");
   };
   rm.onclick = () => {
     const die = f.dataset.die;
     if (!confirm(`Remove ${die} from roll #${rollId}? Only for a die that is not there (a pip or a mark on the tray). Undo brings it back.`)) return;
     act(async () => {
-      await api("DELETE", `/api/rolls/${rollId}/dice/${i}`);
+      await api("DELETE", `/api/rolls/${rollId}/dice/${i}?dice=${shownDice}`);
       $("last-dice").replaceChildren();  // the dice after it moved up a place: draw the roll's fields anew
     },
       `${die} removed from roll #${rollId} ("Undo last change" brings it back)`);
