@@ -18,7 +18,7 @@ import sqlite3
 import threading
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +28,7 @@ from pi_table.capture.sources import DEMO_DIR
 from pi_table.outputs.events import Event, EventHub
 from pi_table.outputs.gpio import Panel, PinConfig
 from pi_table.rules import KINDS_BY_SYSTEM, validate_params  # which die kinds each system reads from the tray
-from pi_table.table import Roll, Table, TableState
+from pi_table.table import Roll, StateConflict, Table, TableState
 from pi_table.table.state import START_MOMENTUM
 from pi_table.vision.dice import Reading
 from pi_table.vision.reader import iou
@@ -281,6 +281,10 @@ class Service:
 
         The status LED blinks "reading" meanwhile; a frame that is no roll, or a read that raises,
         leaves it as it was before (a "re-roll needed" stays until a roll is recorded).
+
+        While the GM awaits a roll's luck die from the camera (:meth:`arm_luck_die`), the frame is no
+        new roll: the luck die is taken from it (:meth:`_luck_die_frame`), and roll #N as it is then
+        is returned; None (and a notice saying what to do) when it holds no single readable one.
         """
         with self._lock:
             before = self.panel.status
@@ -290,6 +294,9 @@ class Service:
             try:
                 system = self.table.system
                 image = settled.frame.image_to_read()
+                luck = self._luck_roll()
+                if luck is not None:
+                    return self._luck_die_frame(luck, image, settled, before)
                 reading = self.reader.read(image, name=settled.frame.name, kinds=KINDS_BY_SYSTEM.get(system))
                 if new_only and self._not_a_roll(image, settled, reading):
                     self._show(before)
@@ -308,6 +315,55 @@ class Service:
         self._publish_roll(roll)
         self._changed(status="reroll" if roll.outcome == "reroll" else "ready")
         return roll
+
+    def _luck_roll(self) -> Roll | None:
+        """The roll whose luck die the camera's next reading is taken for (:meth:`arm_luck_die`), or
+        None. One that can no longer take one (gone from the history, its luck die typed, undone into
+        another state) is no longer awaited (logged): the frame is read as a roll again."""
+        pending = self.table.luck_pending
+        if pending is None:
+            return None
+        try:
+            roll = self.table.roll(pending["roll"])
+            self.table.luck_die_kind(roll)
+            return roll
+        except (KeyError, ValueError) as exc:
+            log.info("no longer awaiting roll %s's luck die: %s", pending.get("roll"), exc)
+            self.table.disarm_luck_die()
+            self.notices.pop("luck", None)
+            return None
+
+    def _luck_die_frame(self, roll: Roll, image, settled: SettledRoll, before: str) -> Roll | None:
+        """:meth:`handle` while ``roll``'s luck die is awaited (seed 001 "Luck Dice"): the dice new in
+        the tray (not lying where one of the roll's dice lay, nor where the last recorded tray's dice
+        lay as they were read: :func:`new_dice`) of the result die's kind. Exactly one, readable: added to the roll
+        (:meth:`pi_table.table.Table.add_luck_die`), which is sent to the pages and returned; the
+        player may have left the roll's dice in the tray or picked them up. Otherwise None: nothing
+        recorded, still awaited, and a notice says what to do. Called under the service's lock."""
+        kind = self.table.luck_die_kind(roll)
+        reading = self.reader.read(image, name=settled.frame.name, kinds=KINDS_BY_SYSTEM.get(roll.system))
+        old = roll.reading.dice
+        if self._last_reading is not None:  # the tray as last recorded, as read: a die the GM corrected since
+            old += self._last_reading.dice  # still reads as it was read, and a newer roll's dice are no luck die
+        new = new_dice(reading, old)
+        mine = [d for d in new if d.kind == kind]
+        which = f"the luck die ({kind}) of roll #{roll.id}"
+        if len(mine) == 1 and mine[0].status == "ok":
+            done = self.table.add_luck_die(roll.id, mine[0].face, kind)
+            # the tray as it is now is no new roll: a hand or a shadow passing over it records nothing
+            self._last_frame, self._last_reading = settled, reading
+            self.notices.pop("luck", None)
+            return self._corrected(done)
+        if len(mine) == 1:
+            notice = f"{which} is {mine[0].status}: roll it again, or type its face on the GM page"
+        elif mine:
+            notice = f"{len(mine)} new {kind} in the tray: roll only {which}"
+        else:
+            others = ", ".join(f"{d.kind} {d.face or '?'}" for d in new)
+            notice = f"roll only {which} into the tray" + (f" (new in it: {others}; no {kind})" if others else "")
+        self._show(before)
+        self._notice("luck", notice)
+        return None
 
     def _not_a_roll(self, image, settled: SettledRoll, reading: Reading) -> bool:
         """True (logged) for a settled tray that is no new roll: the last roll's dice as they lay,
@@ -509,7 +565,17 @@ class Service:
 
     # -- state out --------------------------------------------------------------------------
     def state(self) -> TableState:
-        return self.table.state(tuple(self.notices.values()))
+        """The table's state with the service's notices; while a luck die is awaited from the camera,
+        a notice says whose and what to roll (or what went wrong with the last try)."""
+        notices = dict(self.notices)
+        luck = notices.pop("luck", None)
+        state = self.table.state(tuple(notices.values()))
+        pending = state.luck_pending
+        if pending is not None:
+            luck = luck or (f"waiting for the luck die of roll #{pending['roll']}: roll one {pending['kind']} "
+                            "into the tray (the roll's dice may stay there)")
+            state = replace(state, notices=(*state.notices, luck))
+        return state
 
     def _show(self, status: str | None = None) -> None:
         # Two changes at once (two GM taps served by two threads) must not leave the LEDs on
@@ -545,7 +611,9 @@ class Service:
 
     # -- GM actions ---------------------------------------------------------------------------
     def set_system(self, system: str, params: dict | None = None) -> TableState:
+        """The system for the next rolls (Table.set_system: a luck die awaited is no longer)."""
         self.table.set_system(system, params)
+        self.notices.pop("luck", None)
         self._changed()
         return self.state()
 
@@ -586,6 +654,36 @@ class Service:
         """The GM sets the parameters a roll is resolved under after the roll (Table.set_roll_params);
         the changed roll is sent to the pages as a corrected one is."""
         return self._corrected(self.table.set_roll_params(roll_id, params))
+
+    def add_luck_die(self, roll_id: int, face: str, kind: str | None = None) -> Roll:
+        """A luck die typed after the roll (Table.add_luck_die); the changed roll is sent to the pages
+        as a corrected one is."""
+        with self._lock:
+            roll = self.table.add_luck_die(roll_id, face, kind)
+            if self.table.luck_pending is None:
+                self.notices.pop("luck", None)
+        return self._corrected(roll)
+
+    def arm_luck_die(self, roll_id: int, kind: str | None = None) -> TableState:
+        """The camera's next reading is roll ``roll_id``'s luck die, not a new roll (Table.arm_luck_die;
+        taken by :meth:`handle`). StateConflict for a roll that takes none."""
+        with self._lock:
+            self.table.arm_luck_die(roll_id, kind)
+            self.notices.pop("luck", None)
+        self._changed()
+        return self.state()
+
+    def cancel_luck_die(self, roll_id: int | None = None) -> TableState:
+        """No luck die awaited from the camera any more (``roll_id``: only if it is that roll's;
+        StateConflict when another roll's is awaited)."""
+        with self._lock:
+            pending = self.table.luck_pending
+            if pending is not None and roll_id is not None and pending["roll"] != roll_id:
+                raise StateConflict(f"the camera awaits roll {pending['roll']}'s luck die, not roll {roll_id}'s")
+            self.table.disarm_luck_die()
+            self.notices.pop("luck", None)
+        self._changed()
+        return self.state()
 
     def _corrected(self, roll: Roll) -> Roll:
         self._publish_roll(roll)
@@ -655,6 +753,15 @@ class Service:
         self.stop()
         self.panel.close()
         self.table.close()
+
+
+def new_dice(reading: Reading, before, min_iou: float = 0.3) -> tuple:
+    """The dice of ``reading`` that do not lie where one of the dice ``before`` lay, read alike
+    (kind, face, status and box IoU >= ``min_iou``, as :func:`same_dice` matches them): dice thrown
+    into the tray since (a luck die rolled beside the roll's dice, or alone)."""
+    return tuple(d for d in reading.dice
+                 if not any((o.kind, o.face, o.status) == (d.kind, d.face, d.status) and iou(o.box, d.box) >= min_iou
+                            for o in before))
 
 
 def same_dice(a: Reading, b: Reading, min_iou: float = 0.3) -> bool:

@@ -344,3 +344,87 @@ def test_a_folder_given_as_the_config_file_says_it_is_a_folder(tmp_path, monkeyp
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 2 and len(err) == 1 and "is a folder" in err[0] and str(tmp_path / "conf") in err[0], err
     assert not (tmp_path / "state").exists()
+
+
+def test_the_camera_takes_an_armed_luck_die_from_the_next_tray_instead_of_a_new_roll(tmp_path, mock_pins):
+    """Seed 001 "Luck Dice": after the result the player rolls one more die, of the result die's size.
+    With the GM's camera armed for roll #N's luck die, the next settled tray is no new roll: the one new
+    die of that kind (the roll's dice left where they lay, or picked up) is roll #N's luck die. Two new
+    ones, or a cocked one: nothing recorded, still armed, a notice says what to do (a die of the roll the
+    GM corrected still reads as it was read, and is no new die). The GM cancels it."""
+    import numpy as np
+
+    from pi_table.capture import Frame, SettledRoll
+    from pi_table.vision.dice import Die, Reading
+    from tests.conftest import FakeReader
+
+    def die(kind: str, face: int, x: float, status: str = "ok") -> Die:
+        ok = status == "ok"
+        return Die(kind, str(face) if ok else "", face if ok else 0, (x, 10.0, x + 40, 50.0), 0.99, status)
+
+    def tray(*dice: Die) -> Reading:
+        return Reading("t.jpg", 640, 640, 1.0, dice)
+
+    three = (die("d6", 1, 10), die("d8", 4, 60), die("d10", 9, 110))  # middle die d8 4; a 1: a GM omen
+    reader = FakeReader(
+        tray(*three),                                          # roll 1
+        tray(*three, die("d8", 6, 300)),                       # its luck die beside its dice
+        tray(*three, die("d8", 6, 300)),                       # (a hand passed over the tray)
+        tray(*three),                                          # roll 2
+        tray(die("d8", 5, 110)),                               # its dice picked up: the luck die alone
+        tray(*three),                                          # roll 3
+        tray(*three, die("d8", 2, 300), die("d8", 7, 400)),    # two new d8: which one?
+        tray(*three, die("d8", 2, 300, "cocked")),             # cocked
+        tray(*three, die("d8", 2, 300, "cocked")),             # (the same tray again, after the cancel)
+        tray(*three, die("d8", 2, 300, "cocked"), die("d8", 7, 500)),  # roll 3's luck die beside roll 4's dice
+    )
+    service = Service(Settings(state_dir=tmp_path, pin="1357", system="contingency-skill", params={"target": 8}),
+                      reader=reader)
+    ana = service.add_player("Ana", luck=3)
+    service.set_roller(ana.id)
+    q = service.hub.subscribe()
+
+    def settled(i: int) -> SettledRoll:
+        frame = Frame(image=np.full((64, 64, 3), 100, np.uint8), t=float(i), index=i, name=f"cam#{i}")
+        return SettledRoll(frame, 0.8, 0.01)
+
+    first = service.handle(settled(1), new_only=True)
+    assert (first.outcome, first.result["result"]) == ("failure", 4) and service.table.tokens.gm_omens == 1
+    state = service.arm_luck_die(first.id).to_json()
+    assert state["luck_pending"] == {"roll": first.id, "kind": "d8"}
+    assert any(f"luck die of roll #{first.id}" in n for n in state["notices"])
+    while not q.empty():
+        q.get_nowait()
+    lucky = service.handle(settled(2), new_only=True)
+    assert lucky.id == first.id and len(service.table.rolls(10)) == 1
+    assert (lucky.outcome, lucky.result["result"], lucky.result["luck"]) == ("success", 10, ["d8", 6])
+    assert service.table.player(ana.id).luck == 2 and service.state().luck_pending is None
+    assert not any("luck die" in n for n in service.state().notices)
+    events = [q.get_nowait() for _ in range(q.qsize())]
+    assert any(e.name == "roll" and e.data["id"] == first.id and len(e.data["dice"]) == 4 for e in events)
+    assert service.handle(settled(3), new_only=True) is None  # the same tray again: no new roll
+    assert len(service.table.rolls(10)) == 1
+
+    second = service.handle(settled(4), new_only=True)
+    service.arm_luck_die(second.id)
+    assert service.handle(settled(5), new_only=True).result["luck"] == ["d8", 5]
+    assert len(service.table.rolls(10)) == 2 and service.table.player(ana.id).luck == 1
+
+    third = service.handle(settled(6), new_only=True)
+    service.correct_die(third.id, 1, "5")  # misread: the d8 that still lies there reads 4 (not a new die)
+    service.arm_luck_die(third.id)
+    assert service.handle(settled(7), new_only=True) is None
+    assert service.state().luck_pending == {"roll": third.id, "kind": "d8"}
+    assert any("2 new d8" in n and "roll only the luck die (d8)" in n for n in service.state().notices)
+    assert service.handle(settled(8), new_only=True) is None
+    assert any("cocked" in n for n in service.state().notices)
+    assert len(service.table.roll(third.id).reading.dice) == 3 and len(service.table.rolls(10)) == 3
+    assert service.table.player(ana.id).luck == 1
+    assert service.cancel_luck_die(third.id).luck_pending is None
+    assert not any("luck die" in n for n in service.state().notices)
+    assert service.handle(settled(9), new_only=True).outcome == "reroll"  # a roll again (4 dice, one cocked)
+    assert len(service.table.rolls(10)) == 4
+    service.arm_luck_die(third.id)  # an older roll's luck die: the newest roll's dice lie in the tray
+    assert service.handle(settled(10), new_only=True).result["luck"] == ["d8", 7]
+    assert len(service.table.rolls(10)) == 4
+    service.close()

@@ -355,3 +355,78 @@ def test_rolls_forgotten_take_their_corrections_out_of_the_undo_log():
     assert table.undo()  # the tension change
     assert table.tokens.tension == 0
     assert not table.undo() and table.last_change() is None  # the forgotten roll's correction went with it
+
+
+def test_a_luck_die_added_after_a_skill_check_pays_a_luck_point_and_counts_for_omens(tmp_path):
+    """Seed 001 "Luck Dice": after the result, one luck point buys one die of the result die's size,
+    its face added to the result, counted for the player's and the GM's omens. The GM types it on
+    the recorded roll (no new roll); undo takes die, params, luck point and omens back."""
+    table = Table(tmp_path / "t.db", "contingency-skill", {"target": 7})
+    ana = table.add_player("Ana", luck=2)
+    table.set_roller(ana.id)
+    roll = table.record(kinds_reading(("d6", 1), ("d8", 4), ("d10", 9)))  # middle die d8 4; a 1: a GM omen
+    assert (roll.outcome, roll.result["result"], roll.result["result_die"]) == ("failure", 4, "d8")
+    assert table.tokens.gm_omens == 1
+    lucky = table.add_luck_die(roll.id, "8")
+    assert lucky.id == roll.id and len(table.rolls(10)) == 1
+    assert (lucky.outcome, lucky.result["result"], lucky.result["luck"]) == ("success", 12, ["d8", 8])
+    assert lucky.params["luck"] is True and (roll.result["player_omens"], lucky.result["player_omens"]) == (1, 2)
+    assert [(d.kind, d.face) for d in lucky.reading.dice][-1] == ("d8", "8")
+    assert table.player(ana.id).luck == 1 and table.tokens.gm_omens == 1
+    assert table.last_change() == ("luck-die", roll.id)
+    assert table.undo()
+    back = table.roll(roll.id)
+    assert (back.outcome, len(back.reading.dice), back.params["luck"]) == ("failure", 3, False)
+    assert table.player(ana.id).luck == 2 and table.tokens.gm_omens == 1
+    # a 1 on the luck die is the GM's omen too; the kind, when given, must be the result die's
+    assert table.add_luck_die(roll.id, "1", kind="d8").outcome == "failure" and table.tokens.gm_omens == 2
+
+
+def test_a_luck_die_is_refused_on_a_roll_that_takes_none_and_a_bad_face_is_named(tmp_path):
+    """One luck die per skill check, on a resolved one (seed 001); another system's roll, a percentile
+    roll or a re-roll takes none (StateConflict: HTTP 409); a face off the die or another kind is
+    named (ValueError: 400); nothing changes then."""
+    from pi_table.table import StateConflict
+
+    table = Table(tmp_path / "t.db", "contingency-skill")
+    roll = table.record(kinds_reading(("d6", 3), ("d8", 4), ("d10", 9)))
+    for face, kind, match in (("9", None, "face '9' is not on a d8"), ("x", None, "face 'x'"),
+                              ("3", "d6", "kind 'd6'.*d8")):
+        with pytest.raises(ValueError, match=match) as err:
+            table.add_luck_die(roll.id, face, kind)
+        assert not isinstance(err.value, StateConflict)
+    assert table.roll(roll.id) == roll and table.last_change() is None
+    table.add_luck_die(roll.id, "2")
+    with pytest.raises(StateConflict, match="already"):
+        table.add_luck_die(roll.id, "2")
+    with pytest.raises(StateConflict, match="already"):
+        table.arm_luck_die(roll.id)
+    cocked = table.record(replace(kinds_reading(("d6", 3), ("d8", 4), ("d10", 9)), dice=(
+        *kinds_reading(("d6", 3), ("d8", 4)).dice, Die("d10", "", 0, (110.0, 10.0, 150.0, 50.0), 0.4, "cocked"))))
+    with pytest.raises(StateConflict, match="not resolved"):
+        table.add_luck_die(cocked.id, "2")
+    table.set_system("contingency-skill", {"percentile": True, "chance": 40})
+    tens = table.record(kinds_reading(("d10-tens", 70), ("d10", 5)))
+    with pytest.raises(StateConflict, match="percentile"):
+        table.add_luck_die(tens.id, "2")
+    charge = Table(tmp_path / "c.db", "charge")
+    six = charge.record(d6_reading(6))
+    with pytest.raises(StateConflict, match="charge"):
+        charge.add_luck_die(six.id, "2")
+    with pytest.raises(KeyError):
+        charge.add_luck_die(99, "2")
+
+
+def test_a_luck_die_awaited_from_the_camera_is_in_the_state_and_a_new_system_drops_it(tmp_path):
+    """The GM arms the camera for roll #N's luck die: ``luck_pending`` in the state (kept in the
+    table's settings), dropped when the GM changes the system or the die is typed."""
+    table = Table(tmp_path / "t.db", "contingency-skill")
+    roll = table.record(kinds_reading(("d6", 3), ("d8", 4), ("d10", 9)))
+    assert table.state().to_json()["luck_pending"] is None
+    assert table.arm_luck_die(roll.id) == {"roll": roll.id, "kind": "d8"}
+    assert Table(tmp_path / "t.db").state().to_json()["luck_pending"] == {"roll": roll.id, "kind": "d8"}
+    table.set_system("contingency-skill", {"target": 6})
+    assert table.luck_pending is None
+    table.arm_luck_die(roll.id)
+    table.add_luck_die(roll.id, "3")
+    assert table.luck_pending is None

@@ -442,3 +442,52 @@ def test_a_rolls_params_are_set_after_the_roll_over_http_and_the_pages_get_the_r
     assert events[0].name == "roll" and events[0].data["params"]["push"] == "none"
     assert client.get("/api/state").get_json()["tokens"]["momentum"] == 2
     service.hub.unsubscribe(q)
+
+
+def test_a_luck_die_is_added_or_awaited_over_http(tmp_path, mock_pins):
+    """POST /api/rolls/<id>/luck (seed 001 "Luck Dice", after the roll): GM only (401 without the
+    PIN); ``{"face"}`` adds it to the roll at once (400 naming a face off the die or another kind;
+    409 on a Charge roll, and on a second one), ``{}`` has the camera await it (``luck_pending`` in
+    the state), DELETE cancels that; unknown fields are refused; each refusal changes nothing."""
+    from pi_table.vision.dice import Die, Reading
+
+    skill = Reading("t.jpg", 640, 640, 1.0, tuple(
+        Die(k, str(v), v, (10.0 + 50 * i, 10.0, 50.0 + 50 * i, 50.0), 0.99, "ok")
+        for i, (k, v) in enumerate((("d6", 2), ("d8", 4), ("d10", 9)))))
+    svc = Service(Settings(state_dir=tmp_path, pin=PIN, system="charge"), reader=FakeReader(d6_reading(6, 4, 2), skill))
+    client = create_app(svc).test_client()
+    try:
+        charge = svc.handle(settled())
+        svc.set_system("contingency-skill", {"target": 7})
+        roll = svc.handle(settled())
+        url = f"/api/rolls/{roll.id}/luck"
+        before = client.get("/api/state").get_json()
+        assert client.post(url, json={"face": "5"}).status_code == 401
+        assert client.post(url, json={}).status_code == 401
+        for body, word in (({"face": "9"}, "face '9'"), ({"face": "x"}, "face 'x'"), ({"face": True}, "face"),
+                           ({"face": "3", "kind": "d6"}, "kind 'd6'"), ({"fase": "3"}, "fase")):
+            resp = client.post(url, json=body, headers=AUTH)
+            assert resp.status_code == 400 and word in resp.get_json()["error"], (body, resp.get_json())
+        resp = client.post(f"/api/rolls/{charge.id}/luck", json={"face": "3"}, headers=AUTH)
+        assert resp.status_code == 409 and "charge" in resp.get_json()["error"]
+        assert client.post(f"/api/rolls/{charge.id}/luck", json={}, headers=AUTH).status_code == 409
+        assert client.post(f"/api/rolls/{roll.id + 9}/luck", json={}, headers=AUTH).status_code == 404
+        assert client.get("/api/state").get_json() == before
+
+        resp = client.post(url, json={}, headers=AUTH)  # the camera reads it
+        assert resp.status_code == 200 and resp.get_json()["luck_pending"] == {"roll": roll.id, "kind": "d8"}
+        assert client.get("/api/state").get_json()["luck_pending"] == {"roll": roll.id, "kind": "d8"}
+        assert client.delete(url).status_code == 401
+        resp = client.delete(url, headers=AUTH)
+        assert resp.status_code == 200 and resp.get_json()["luck_pending"] is None
+
+        resp = client.post(url, json={"face": "3"}, headers=AUTH)  # typed
+        assert resp.status_code == 200, resp.get_json()
+        got = resp.get_json()
+        assert got["id"] == roll.id and got["result"]["result"] == 7 and got["outcome"] == "success"
+        assert got["dice"][-1]["kind"] == "d8" and got["params"]["luck"] is True
+        resp = client.post(url, json={"face": "3"}, headers=AUTH)
+        assert resp.status_code == 409 and "already" in resp.get_json()["error"]
+        assert client.post("/api/undo", headers=AUTH).get_json()["state"]["last_roll"]["outcome"] == "failure"
+    finally:
+        svc.close()

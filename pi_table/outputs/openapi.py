@@ -69,6 +69,35 @@ def _choose_fail() -> dict:
     return op
 
 
+def _luck() -> dict:
+    """POST and DELETE /api/rolls/{roll_id}/luck: a skill check's luck die after the roll (seed 001)."""
+    conflict = {"description": "the roll takes no luck die (not a contingency-skill check, a percentile roll, not "
+                               "resolved, or it has one already; DELETE: another roll's luck die is awaited); "
+                               "nothing changed",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    post = _gm(
+        "a contingency-skill check's luck die, rolled after the roll (seed 001 \"Luck Dice\": one luck point, one "
+        "die of the result die's size, its face added to the result, counted for omens; one per check). With "
+        "`face`: added now (the roll's params get luck: true, it is resolved again, the roller pays the luck point, "
+        "GM omens move by the difference, the pages get the roll again; undoable) and the roll is answered. "
+        "Without: the camera takes it from its next reading (the one new die of that kind in the tray) instead of "
+        "recording a new roll, and the state is answered (`luck_pending`)",
+        {"description": "the roll (with `face`), or the state (without)", "content": {"application/json": {
+            "schema": {"oneOf": [{"$ref": "#/components/schemas/Roll"}, {"$ref": "#/components/schemas/State"}]}}}},
+        {"type": "object", "additionalProperties": False, "properties": {
+            "face": {"oneOf": [{"type": "string"}, {"type": "integer"}], "nullable": True,
+                     "description": "the luck die's printed face, e.g. \"5\" (a d10's \"0\" is 10); absent or "
+                                    "null: read it from the tray"},
+            "kind": {"type": "string", "nullable": True, "enum": [*sorted(set(KINDS_BY_SYSTEM["contingency-skill"])), None],
+                     "description": "the result die's kind (anything else is 400); absent or null: that kind"}}},
+        [_path_id("roll_id", "the roll's id")], not_found=True)
+    post["responses"]["409"] = conflict
+    delete = _gm("the camera no longer awaits this roll's luck die (none awaited: nothing to do); answers the state",
+                 _json("State"), params=[_path_id("roll_id", "the roll's id")])
+    delete["responses"]["409"] = conflict
+    return {"post": post, "delete": delete}
+
+
 SPEC: dict = {
     "openapi": "3.0.3",
     "info": {
@@ -145,6 +174,7 @@ SPEC: dict = {
                            "takes them); keys per system: "
                            + "; ".join(f"{s}: {', '.join(sorted(p)) or '(none)'}" for s, p in DEFAULT_PARAMS.items())}}},
             [_path_id("roll_id", "the roll's id")], not_found=True)},
+        "/api/rolls/{roll_id}/luck": _luck(),
         "/api/system": {"put": _gm(
             "the system and parameters for the next rolls", _json("State"),
             {"type": "object", "required": ["system"], "additionalProperties": False, "properties": {
@@ -230,7 +260,10 @@ SPEC: dict = {
                 "notices": {"type": "array", "items": {"type": "string"}},
                 "players": {"type": "array", "items": {"$ref": "#/components/schemas/Player"}},
                 "roller": {"type": "integer", "nullable": True},
-                "assister": {"type": "integer", "nullable": True}}},
+                "assister": {"type": "integer", "nullable": True},
+                "luck_pending": {"type": "object", "nullable": True, "description": "the roll whose luck die the "
+                                 "camera's next reading is taken for, and its kind; null when none is awaited",
+                                 "properties": {"roll": {"type": "integer"}, "kind": {"type": "string"}}}}},
         },
     },
 }

@@ -24,7 +24,7 @@ from flask import Flask, Response, abort, jsonify, request, send_file, session
 from werkzeug.exceptions import HTTPException
 
 from pi_table.outputs.events import Event
-from pi_table.table import RollChangedError
+from pi_table.table import StateConflict
 
 log = logging.getLogger(__name__)
 STATIC = Path(__file__).resolve().parent / "static"
@@ -118,13 +118,15 @@ def create_app(service) -> Flask:
             raise ValueError(f"unknown field {unknown[0]!r} (expected {', '.join(fields)})")
         return data
 
-    @app.errorhandler(RollChangedError)
-    def roll_changed(exc):  # a fine request for the roll as the GM saw it, which has changed since
-        return error(409, str(exc))
-
     @app.errorhandler(ValueError)
     def bad_value(exc):
         return error(400, str(exc).splitlines()[0] if str(exc) else "bad request")
+
+    @app.errorhandler(StateConflict)
+    def conflict(exc):
+        """A fine request the table's state refuses (a luck die for a roll that takes none, a correction
+        for a roll that changed since the GM saw it): 409."""
+        return error(409, str(exc))
 
     @app.errorhandler(sqlite3.Error)
     def database_unavailable(exc):
@@ -319,7 +321,7 @@ def create_app(service) -> Flask:
     def dice_seen(value, query: bool = False):
         """The optional number of dice the GM saw the roll with (``"dice"`` in a correction's body,
         ``?dice=N`` on a removal): the table refuses the change with a 409 when the roll has
-        another number now (:class:`~pi_table.table.RollChangedError`). None when not sent."""
+        another number now (:class:`~pi_table.table.StateConflict`). None when not sent."""
         if value is None:
             return None
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
@@ -336,6 +338,27 @@ def create_app(service) -> Flask:
         if "params" not in data:
             raise ValueError("params is missing: send {\"params\": {...}}")
         return jsonify(service.set_roll_params(roll_id, data["params"]).to_json())
+
+    @app.post("/api/rolls/<int:roll_id>/luck")
+    def luck_die(roll_id: int):
+        """A skill check's luck die, rolled after the roll (seed 001 "Luck Dice"): ``{"face": "5"}`` (and
+        ``"kind"``, which must be the result die's) adds it now and answers the roll; ``{}`` has the
+        camera take it from its next reading and answers the state (``luck_pending``). 409 for a roll
+        that takes none (another system, a percentile roll, not resolved, one already there)."""
+        data = body("face", "kind")
+        face, kind = data.get("face"), data.get("kind")
+        if face is not None and (not isinstance(face, (str, int)) or isinstance(face, bool)):
+            raise ValueError(f"face must be a string like \"5\", got {face!r}")
+        if kind is not None and not isinstance(kind, str):
+            raise ValueError(f"kind must be a die kind like \"d8\", got {kind!r}")
+        if face is None:
+            return jsonify(service.arm_luck_die(roll_id, kind).to_json())
+        return jsonify(service.add_luck_die(roll_id, str(face), kind).to_json())
+
+    @app.delete("/api/rolls/<int:roll_id>/luck")
+    def cancel_luck_die(roll_id: int):
+        """The camera no longer awaits this roll's luck die (nothing awaited: nothing to do); answers the state."""
+        return jsonify(service.cancel_luck_die(roll_id).to_json())
 
     @app.post("/api/undo")
     def undo():

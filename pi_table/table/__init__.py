@@ -4,6 +4,6 @@ Everything lives in one SQLite database (WAL journal, ``synchronous=FULL``), so 
 a power cut loses neither a recorded roll nor a token.
 """
 
-from pi_table.table.state import Player, Roll, RollChangedError, Table, TableFileError, TableState, Tokens
+from pi_table.table.state import Player, Roll, StateConflict, Table, TableFileError, TableState, Tokens
 
-__all__ = ["Player", "Roll", "RollChangedError", "Table", "TableFileError", "TableState", "Tokens"]
+__all__ = ["Player", "Roll", "StateConflict", "Table", "TableFileError", "TableState", "Tokens"]

@@ -77,9 +77,11 @@ INVALID = "invalid"
 #: GM changes that touch only players, the roller and the assister (undone without touching the tokens).
 PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller", "assister")
 #: GM changes to a recorded roll: a face (and kind) typed, a false die taken out, the parameters it is
-#: resolved under set after the roll. Each logs the roll's reading and params as they were; undo puts
-#: them back and resolves the roll again.
-CORRECTIONS = ("correct", "remove-die", "roll-params")
+#: resolved under set after the roll, a luck die added after the roll (seed 001 "Luck Dice"). Each logs the
+#: roll's reading and params as they were; undo puts them back and resolves the roll again.
+CORRECTIONS = ("correct", "remove-die", "roll-params", "luck-die")
+#: Box of a die that is not in its roll's photo (a luck die typed by the GM, or read from a later photo).
+NO_BOX = (0.0, 0.0, 0.0, 0.0)
 #: Longest a roll's JSON waits for odds computed in the background, in seconds.
 ODDS_WAIT_S = 0.05
 
@@ -223,7 +225,9 @@ class Roll:
 @dataclass(frozen=True)
 class TableState:
     """What ``GET /api/state`` serves: system, params, tokens and the newest roll, plus
-    ``players`` (list of :meth:`Player.to_json`), ``roller`` and ``assister`` (player ids or null)."""
+    ``players`` (list of :meth:`Player.to_json`), ``roller`` and ``assister`` (player ids or null) and
+    ``luck_pending`` (``{"roll": id, "kind": "d8"}`` while the camera's next reading is taken for
+    that roll's luck die, :meth:`Table.arm_luck_die`; else null)."""
 
     system: str
     params: dict
@@ -233,6 +237,7 @@ class TableState:
     players: tuple[Player, ...] = ()
     roller: int | None = None
     assister: int | None = None
+    luck_pending: dict | None = None
 
     def to_json(self) -> dict:
         return {
@@ -244,6 +249,7 @@ class TableState:
             "players": [p.to_json() for p in self.players],
             "roller": self.roller,
             "assister": self.assister,
+            "luck_pending": self.luck_pending,
         }
 
 
@@ -313,9 +319,11 @@ def resolve_reading(system: str, params: dict, reading: Reading) -> tuple[str, d
     return resolution.outcome, resolution.to_json(), tuple(resolution.why), resolution.effects
 
 
-class RollChangedError(ValueError):
-    """A correction sent for a roll as the GM saw it, which has changed since (another device took
-    a die out or put one back): refused, so that it cannot land on another die (HTTP 409)."""
+class StateConflict(ValueError):
+    """A well-formed GM change that the table's state refuses (a luck die for a roll that cannot take
+    one; a correction sent for a roll as the GM saw it, which has changed since: another device took a
+    die out or put one back, and it would land on another die); nothing changed. The web layer
+    answers it 409, not 400."""
 
 
 class TableFileError(sqlite3.DatabaseError):
@@ -425,7 +433,8 @@ class Table:
             system, params = self._cached_system()
             players, roller = self.players(), self.roller
             return TableState(system, params, self.shown_tokens(players, roller), rolls[0] if rolls else None,
-                              notices, tuple(players), roller, self.assister)
+                              notices, tuple(players), roller, self.assister,
+                              self.luck_pending)
 
     # -- rolls ----------------------------------------------------------------------------
     def _row_to_roll(self, row: tuple) -> Roll:
@@ -617,8 +626,8 @@ class Table:
         with self._lock, self._db:
             self._db.execute("BEGIN IMMEDIATE")
             self._log_change("system")
-            for key, value in (("system", system), ("params", params)):
-                self._put_setting(key, value)
+            for key, value in (("system", system), ("params", params), ("luck_pending", None)):
+                self._put_setting(key, value)  # a luck die awaited for a roll of the system before: no longer
         return self.state()
 
     def _set_tokens(self, what: str, tokens: Tokens) -> TableState:
@@ -683,10 +692,10 @@ class Table:
 
     def _die_at(self, roll: Roll, index: int, dice: int | None = None) -> Die:
         """The die at ``index`` of ``roll``; ValueError naming the index when it has none, and
-        :class:`RollChangedError` when ``dice`` (the number of dice the GM saw the roll with) is
+        :class:`StateConflict` when ``dice`` (the number of dice the GM saw the roll with) is
         given and the roll has another number of dice now."""
         if dice is not None and dice != len(roll.reading.dice):
-            raise RollChangedError(
+            raise StateConflict(
                 f"roll {roll.id} has {len(roll.reading.dice)} dice now, not the {dice} shown: it changed meanwhile "
                 f"(a die removed or put back on another device); look at it again")
         if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(roll.reading.dice):
@@ -710,7 +719,7 @@ class Table:
         Raises:
             KeyError: no such roll. ValueError: index out of range, a kind the roll's system
                 does not read, or a face that is not plain digits or not on that die (each
-                named); :class:`RollChangedError` for ``dice``; nothing changes then.
+                named); :class:`StateConflict` for ``dice``; nothing changes then.
         """
         with self._lock:
             roll = self.roll(roll_id)
@@ -734,7 +743,7 @@ class Table:
         ``dice``: as for :meth:`correct_die`.
 
         Raises:
-            KeyError: no such roll. ValueError: index out of range (named); :class:`RollChangedError`
+            KeyError: no such roll. ValueError: index out of range (named); :class:`StateConflict`
                 for ``dice``; nothing changes then.
         """
         with self._lock:
@@ -766,6 +775,106 @@ class Table:
             roll = self.roll(roll_id)
             params = rules.validate_params(roll.system, {**roll.params, **params})
             return self._correct(roll, roll.reading, "roll-params", params)
+
+    # -- a luck die after the roll (seed 001 "Luck Dice") -----------------------------------
+    @staticmethod
+    def luck_die_kind(roll: Roll) -> str:
+        """The kind of the luck die ``roll`` may take: its result die's (seed 001 "Luck Dice": "an
+        additional die equal in size to your result die"; RULES.md ``contingency-skill``).
+
+        Raises:
+            StateConflict: the roll takes none (named why): not a contingency-skill check, a
+                percentile roll, not resolved (re-roll or invalid: fix its dice first), or it has
+                its luck die already (one per check).
+        """
+        if roll.system != "contingency-skill":
+            raise StateConflict(f"roll {roll.id} is a {roll.system} roll: a luck die is a contingency-skill rule "
+                                "(seed 001 \"Luck Dice\")")
+        if roll.params.get("luck") or roll.result.get("luck"):
+            raise StateConflict(f"roll {roll.id} has its luck die already (one per skill check)")
+        if roll.outcome in (REROLL, INVALID):
+            raise StateConflict(f"roll {roll.id} is not resolved ({roll.outcome}): correct its dice before a luck die")
+        if "result_die" not in roll.result:
+            raise StateConflict(f"roll {roll.id} is a percentile roll: it takes no luck die")
+        return roll.result["result_die"]
+
+    def _check_luck_kind(self, roll: Roll, kind: str | None) -> str:
+        """:meth:`luck_die_kind`; ValueError naming ``kind`` when one is given and it is not that."""
+        want = self.luck_die_kind(roll)
+        if kind is not None and kind != want:
+            raise ValueError(f"kind {kind!r}: roll {roll.id}'s luck die is a {want}, the size of its result die "
+                             "(seed 001 \"Luck Dice\")")
+        return want
+
+    def add_luck_die(self, roll_id: int, face: str, kind: str | None = None) -> Roll:
+        """A luck die rolled after the roll (seed 001 "Luck Dice": after the player has the result, one
+        luck point buys one die of the result die's size, its face added to the result; it counts for
+        the player's and the GM's omens; one per check). The die is added after the roll's dice, the
+        roll's params get ``luck: true`` (the 4th die is the luck die, as :func:`pi_table.rules.resolve_dice`
+        reads it) and the roll is resolved again as a corrected one is (:meth:`_correct`): the roller
+        pays the luck point, the GM's omens move by the difference. Undoable (die, params, points and
+        omens back). A luck die awaited from the camera for this roll (:meth:`arm_luck_die`) is no
+        longer awaited.
+
+        Args:
+            face: the face as printed ("5"; a d10's "0" is 10), read as :func:`parse_face` does.
+            kind: None, or the result die's kind (anything else is refused).
+
+        Returns:
+            The roll as stored; the luck die has no box (:data:`NO_BOX`: it is not in the roll's photo).
+
+        Raises:
+            KeyError: no such roll. StateConflict: the roll takes no luck die (:meth:`luck_die_kind`).
+            ValueError: a kind other than the result die's, or a face not on that die (named);
+                nothing changes then.
+        """
+        with self._lock:
+            roll = self.roll(roll_id)
+            kind = self._check_luck_kind(roll, kind)
+            face, value = parse_face(kind, str(face))
+            die = Die(kind, face, value, NO_BOX, 1.0, "ok")
+            reading = replace(roll.reading, dice=(*roll.reading.dice, die))
+            done = self._correct(roll, reading, "luck-die", {**roll.params, "luck": True})
+            if (self.luck_pending or {}).get("roll") == roll.id:
+                self.disarm_luck_die()
+            return done
+
+    @property
+    def luck_pending(self) -> dict | None:
+        """``{"roll": id, "kind": "d8"}`` while the next reading of the camera is taken for that roll's
+        luck die (:meth:`arm_luck_die`), else None."""
+        return self._get("luck_pending")
+
+    def arm_luck_die(self, roll_id: int, kind: str | None = None) -> dict:
+        """Take the camera's next reading for roll ``roll_id``'s luck die rather than as a new roll
+        (the player rolls one die of the result die's size into the tray; the service matches it,
+        :meth:`pi_table.service.Service.handle`). Replaces one awaited for another roll. Kept in the
+        settings (``luck_pending``, in :class:`TableState`); :meth:`set_system` drops it. Not an
+        undoable change: :meth:`disarm_luck_die` cancels it.
+
+        Returns:
+            ``{"roll": id, "kind": kind}``.
+
+        Raises:
+            KeyError: no such roll. StateConflict, ValueError: as :meth:`add_luck_die`.
+        """
+        with self._lock:
+            roll = self.roll(roll_id)
+            pending = {"roll": roll.id, "kind": self._check_luck_kind(roll, kind)}
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._put_setting("luck_pending", pending)
+            return pending
+
+    def disarm_luck_die(self) -> dict | None:
+        """No luck die awaited from the camera any more; returns the one that was (or None)."""
+        with self._lock:
+            was = self.luck_pending
+            if was is not None:
+                with self._db:
+                    self._db.execute("BEGIN IMMEDIATE")
+                    self._put_setting("luck_pending", None)
+            return was
 
     def _correct(self, roll: Roll, reading: Reading, what: str, params: dict | None = None) -> Roll:
         """Store ``reading`` as ``roll``'s dice and ``params`` (None: the roll's own, already
@@ -838,8 +947,8 @@ class Table:
         return row[0], json.loads(row[1]).get("roll") if row[0] in CORRECTIONS else None
 
     def undo(self) -> bool:
-        """Undo the last GM change (system, tokens, scene, correction, removed die or a roll's params,
-        players, roller, assister).
+        """Undo the last GM change (system, tokens, scene, correction, removed die, a roll's params or
+        its luck die, players, roller, assister).
         False if none is left.
 
         A player change undoes only itself (the player's row, the roller); momentum that
