@@ -820,3 +820,38 @@ def test_gm_picks_who_assists_a_charge_roll_and_the_viewer_names_them(served, pa
     page.goto(base + "/")
     page.wait_for_function("document.getElementById('by').textContent.includes('Bo assists')", timeout=10_000)
     assert page.inner_text("#by") == "Ana's roll · Bo assists"
+
+
+def test_gm_adds_a_skill_checks_luck_die_typed_or_read_from_the_tray(served, page):
+    """Seed 001 "Luck Dice": after the result the player may roll one die of the result die's size.
+    On /gm the skill check being corrected offers "Luck die (d8)": "read it from the tray" has the
+    camera await it (shown, with a cancel), and the next tray's one new d8 is added to that roll (no
+    new roll); or its face is typed and added. Undo takes it back. On a small phone's width."""
+    service, base = served
+    service.set_system("contingency-skill", {"target": 9})
+    three = reading_of(("d6", 2), ("d8", 4), ("d10", 9))  # middle die d8 4
+    with_luck = reading_of(("d6", 2), ("d8", 4), ("d10", 9), ("d8", 6))  # the three where they lay, a new d8
+    service.reader = FakeReader(three, with_luck, three)
+    roll_now(service)
+    roll = service.state().last_roll
+    gm_login(page, base)
+    page.wait_for_selector("#luck:not([hidden])", timeout=10_000)
+    assert page.inner_text("#luck-label") == "Luck die (d8)" and page.is_hidden("#luck-wait")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.click("#luck-read")
+    page.wait_for_selector("#luck-wait:not([hidden])", timeout=10_000)
+    assert f"luck die of roll #{roll.id}" in page.inner_text("#luck-wait-text") and page.is_hidden("#luck-read")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "gm-luck-die.png"), full_page=True)
+    roll_now(service)  # the luck die rolled beside the three dice
+    page.wait_for_selector("#luck-wait[hidden]", state="attached", timeout=10_000)
+    page.wait_for_selector("#luck[hidden]", state="attached", timeout=10_000)  # one per check
+    lucky = service.table.roll(roll.id)
+    assert (lucky.result["result"], lucky.outcome) == (10, "success") and len(service.table.rolls(10)) == 1
+    page.click("#undo")
+    page.wait_for_selector("#luck:not([hidden])", timeout=10_000)
+    page.fill("#luck-face", "3")
+    page.click("#luck-add")
+    page.wait_for_selector("#luck[hidden]", state="attached", timeout=10_000)
+    assert service.table.roll(roll.id).result["result"] == 7 and "luck die 3 added" in page.inner_text("#msg")

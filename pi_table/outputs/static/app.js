@@ -115,6 +115,7 @@ function drawRoll(roll) {
     const boxes = $("boxes"); boxes.replaceChildren();
     roll.dice.forEach((d) => {
       const [x0, y0, x1, y1] = d.box;
+      if (x1 <= x0 || y1 <= y0) return;  // a die not in the photo (a luck die rolled after it): no box to draw
       const b = el("div", "box" + (d.status === "ok" ? "" : " warn"));
       b.dataset.tag = y0 < 0.06 * roll.height ? "below" : "above";  // until placeTags measures: the photo's top edge
       Object.assign(b.style, { left: (100 * x0 / roll.width) + "%", top: (100 * y0 / roll.height) + "%",

@@ -1,6 +1,6 @@
 // GM control page: PIN login (session cookie + CSRF token), tokens, scene, system, corrections
-// (a die's face and kind, a false die removed, the parameters a roll is resolved under) of the
-// newest roll or of one the GM picks from the recent rolls.
+// (a die's face and kind, a false die removed, the parameters a roll is resolved under, a skill
+// check's luck die) of the newest roll or of one the GM picks from the recent rolls.
 "use strict";
 const $ = (id) => document.getElementById(id);
 const RECENT = 10;  // rolls listed to pick from (GET /api/rolls?limit=RECENT)
@@ -97,6 +97,7 @@ async function refresh() {
   if (mine !== refreshes) return;  // a later refresh (a newer state) draws the rolls
   newest = s.last_roll; recent = rolls; lastRoll = roll;
   drawDice();
+  drawLuck(s.luck_pending || null);
   drawRollParams();
 }
 
@@ -222,6 +223,41 @@ function markDie(inp, d, i) {
   f.classList.toggle("warn", warn);
   if (warn) inp.title = `die ${i + 1} ${d.status}: type its face, or remove it if it is no die`; else inp.removeAttribute("title");
 }
+
+// A skill check's luck die, after the roll (seed 001 "Luck Dice": one die of the result die's size,
+// one per check): its face typed and added, or "read it from the tray" (the camera's next reading is
+// that roll's luck die, not a new roll: POST /api/rolls/<id>/luck {}), with the wait shown and a cancel.
+let luckPending = null;
+function drawLuck(pending) {
+  luckPending = pending;
+  const roll = lastRoll, form = $("luck"), wait = $("luck-wait");
+  const kind = roll && roll.result && roll.result.result_die;
+  const takes = Boolean(roll) && roll.id !== null && roll.system === "contingency-skill" && Boolean(kind)
+    && !roll.params.luck && !["reroll", "invalid"].includes(roll.outcome);
+  form.hidden = !takes;
+  if (takes) {
+    form.dataset.roll = roll.id;
+    $("luck-label").textContent = `Luck die (${kind})`;
+    $("luck-face").setAttribute("aria-label", `roll #${roll.id}'s luck die (${kind}) face`);
+    $("luck-read").hidden = Boolean(pending) && pending.roll === roll.id;
+  }
+  wait.hidden = !pending;
+  if (pending) $("luck-wait-text").textContent = `Waiting for the luck die of roll #${pending.roll}: roll one ${pending.kind} into the tray.`;
+}
+$("luck").onsubmit = (e) => {
+  e.preventDefault();
+  const id = Number($("luck").dataset.roll), face = $("luck-face").value;
+  act(async () => { await api("POST", `/api/rolls/${id}/luck`, { face }); $("luck-face").value = ""; },
+    `luck die ${face} added to roll #${id} (Undo last change takes it back)`);
+};
+$("luck-read").onclick = () => {
+  const id = Number($("luck").dataset.roll);
+  act(() => api("POST", `/api/rolls/${id}/luck`, {}), `waiting for roll #${id}'s luck die: roll it into the tray`);
+};
+$("luck-cancel").onclick = () => {
+  const id = luckPending && luckPending.roll;
+  act(() => api("DELETE", `/api/rolls/${id}/luck`), `no longer waiting for roll #${id}'s luck die`);
+};
 
 // Players: pick the roller, adjust momentum (seed 004) and luck points (seed 001), remove.
 function drawPlayers(players, roller) {
