@@ -382,6 +382,26 @@ def test_a_luck_die_added_after_a_skill_check_pays_a_luck_point_and_counts_for_o
     assert table.add_luck_die(roll.id, "1", kind="d8").outcome == "failure" and table.tokens.gm_omens == 2
 
 
+def test_taking_out_a_luck_die_leaves_the_check_as_it_was_before_it(tmp_path):
+    """A luck die added by mistake (typed on the wrong roll, a die read in from the tray that was no
+    luck die) is taken out with "remove": the check is resolved again as before the luck die, not
+    left a 3-die check that still expects one ("invalid"); the luck point comes back; undo puts the
+    luck die back. Another die taken out of a check with a luck die still leaves it unresolvable."""
+    table = Table(tmp_path / "t.db", "contingency-skill", {"target": 7})
+    ana = table.add_player("Ana", luck=2)
+    table.set_roller(ana.id)
+    roll = table.record(kinds_reading(("d6", 1), ("d8", 4), ("d10", 9)))
+    table.add_luck_die(roll.id, "8")
+    out = table.remove_die(roll.id, 3)
+    assert (out.outcome, out.result["result"], out.params["luck"], len(out.reading.dice)) == ("failure", 4, False, 3)
+    assert table.player(ana.id).luck == 2 and table.tokens.gm_omens == 1
+    assert table.undo()
+    back = table.roll(roll.id)
+    assert (back.outcome, back.params["luck"], len(back.reading.dice)) == ("success", True, 4)
+    assert table.player(ana.id).luck == 1
+    assert table.remove_die(roll.id, 0).outcome == "invalid"  # d8 4, d10 9 and the luck die: no check
+
+
 def test_a_luck_die_is_refused_on_a_roll_that_takes_none_and_a_bad_face_is_named(tmp_path):
     """One luck die per skill check, on a resolved one (seed 001); another system's roll, a percentile
     roll or a re-roll takes none (StateConflict: HTTP 409); a face off the die or another kind is

@@ -80,6 +80,8 @@ PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller", "ass
 #: resolved under set after the roll, a luck die added after the roll (seed 001 "Luck Dice"). Each logs the
 #: roll's reading and params as they were; undo puts them back and resolves the roll again.
 CORRECTIONS = ("correct", "remove-die", "roll-params", "luck-die")
+#: Index of a skill check's luck die among its dice: after the three (pi_table.rules.resolve_dice).
+LUCK_DIE_INDEX = 3
 #: Box of a die that is not in its roll's photo (a luck die typed by the GM, or read from a later photo).
 NO_BOX = (0.0, 0.0, 0.0, 0.0)
 #: Longest a roll's JSON waits for odds computed in the background, in seconds.
@@ -739,6 +741,9 @@ class Table:
         for a die); the roll is resolved again under its own system and params and tokens
         adjusted, as a corrected face is (:meth:`_correct`). Undoable: the die comes back.
         Taking out the last die leaves a roll of no dice, which no system resolves: ``invalid``.
+        Taking out a skill check's luck die (its 4th die while its params have ``luck``: one added by
+        :meth:`add_luck_die`, or read with the roll) leaves the check without one (``luck`` false),
+        as it was before the luck die (seed 001 "Luck Dice").
 
         ``dice``: as for :meth:`correct_die`.
 
@@ -750,7 +755,10 @@ class Table:
             roll = self.roll(roll_id)
             self._die_at(roll, index, dice)
             dice = roll.reading.dice[:index] + roll.reading.dice[index + 1:]
-            return self._correct(roll, replace(roll.reading, dice=dice), "remove-die")
+            params = None
+            if roll.system == "contingency-skill" and roll.params.get("luck") and index == LUCK_DIE_INDEX:
+                params = {**roll.params, "luck": False}
+            return self._correct(roll, replace(roll.reading, dice=dice), "remove-die", params)
 
     def set_roll_params(self, roll_id: int, params: dict) -> Roll:
         """The GM sets the parameters a recorded roll is resolved under, after the roll (he forgot
