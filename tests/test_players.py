@@ -284,6 +284,103 @@ def test_an_assist_set_or_cleared_after_the_roll_charges_the_rolls_own_assister_
     assert momenta(table) == {"Ana": 3, "Bo": 2, "Cy": 2} and table.roll(roll.id).to_json()["assist_by"] is None
 
 
+def applied(table: Table, roll_id: int) -> dict:
+    """What the roll really did to players' points, as stored with it ({}: not stored)."""
+    (result,) = table._db.execute("SELECT result FROM rolls WHERE id=?", (roll_id,)).fetchone()
+    return json.loads(result).get("applied", {})
+
+
+def test_a_correction_gives_a_short_roller_back_only_what_the_push_paid(tmp_path):
+    """Ana pushes (2 momentum) with 1: she pays 1. Clearing the push after the roll gives back
+    that 1, not 2; pushing again charges her as a fresh roll would; undo restores each step."""
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1, "push": "die"})
+    ana = table.add_player("Ana", momentum=1)
+    table.set_roller(ana.id)
+    roll = table.record(d6_reading(2, 2))  # bad, pushed: 2 momentum spent, Ana has 1
+    assert table.player(ana.id).momentum == 0
+    cleared = table.set_roll_params(roll.id, {"push": "none", "dots": 2})  # bad, no push: gains nothing
+    assert table.player(ana.id).momentum == 1, "she paid 1, so 1 comes back"
+    assert applied(table, roll.id).get("momentum") == 0 and not any("Ana had" in w for w in cleared.why)
+    again = table.set_roll_params(roll.id, {"push": "die", "dots": 1})  # pushed again: as a fresh roll, short again
+    assert table.player(ana.id).momentum == 0 and applied(table, roll.id).get("momentum") == -1
+    assert "Ana had 1 momentum for the 2 this roll spends" in again.why, again.why
+    table.set_roll_params(roll.id, {"push": "none", "dots": 2})  # corrected twice over: still exact
+    assert table.player(ana.id).momentum == 1 and applied(table, roll.id).get("momentum") == 0
+    for momentum, paid in ((0, -1), (1, 0), (0, -1)):  # each undo puts the points and the stored amount back
+        assert table.undo()
+        assert table.player(ana.id).momentum == momentum and applied(table, roll.id).get("momentum") == paid
+
+
+def test_a_correction_gives_a_short_assister_back_only_what_the_assist_paid(tmp_path):
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1, "assist": True})
+    ana, bo = table.add_player("Ana", momentum=0), table.add_player("Bo", momentum=0)
+    table.set_roller(ana.id)
+    table.set_assister(bo.id)
+    roll = table.record(d6_reading(2, 1))  # bad, assisted: Bo has none for the assist's 1
+    assert momenta(table) == {"Ana": 0, "Bo": 0}
+    assert "Bo had 0 momentum for the 1 this assist spends" in roll.why
+    off = table.set_roll_params(roll.id, {"assist": False, "dots": 2})
+    assert momenta(table) == {"Ana": 0, "Bo": 0}, "Bo paid nothing, so nothing comes back"
+    assert off.to_json()["assist_by"] is None
+    table.update_player(bo.id, momentum=3)
+    on = table.set_roll_params(roll.id, {"assist": True, "dots": 1})  # Bo now has the momentum: he pays 1
+    assert momenta(table) == {"Ana": 0, "Bo": 2} and applied(table, roll.id).get("assister_momentum") == -1
+    assert "Bo assists: 1 momentum" in on.why and not any("Bo had" in w for w in on.why)
+    table.correct_die(roll.id, 0, "3")  # the assist kept: Bo pays nothing more
+    assert momenta(table) == {"Ana": 0, "Bo": 2} and applied(table, roll.id).get("assister_momentum") == -1
+    assert table.undo() and momenta(table) == {"Ana": 0, "Bo": 2}
+    assert table.undo() and momenta(table) == {"Ana": 0, "Bo": 3} and applied(table, roll.id).get("assister_momentum") == 0
+    assert table.undo() and table.undo()  # Bo's momentum edit, then the assist cleared
+    assert momenta(table) == {"Ana": 0, "Bo": 0} and applied(table, roll.id).get("assister_momentum") == 0
+    assert table.roll(roll.id).params["assist"] is True
+
+
+def test_a_correction_takes_back_only_the_gain_a_capped_roller_really_got(tmp_path):
+    """Ana at MAX_POINTS gains nothing from a partial (seed 004 "Momentum": +1); a correction
+    that makes the roll bad takes nothing from her; luck she could not pay is not given back."""
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1})
+    ana = table.add_player("Ana", momentum=99)
+    table.set_roller(ana.id)
+    roll = table.record(d6_reading(4))  # partial: +1, but she is at the cap
+    assert table.player(ana.id).momentum == 99
+    table.correct_die(roll.id, 0, "2")  # bad: no gain to take back
+    assert table.player(ana.id).momentum == 99
+    table.correct_die(roll.id, 0, "5")  # partial again, still at the cap
+    assert table.player(ana.id).momentum == 99 and applied(table, roll.id).get("momentum") == 0
+    table.update_player(ana.id, momentum=50)
+    table.correct_die(roll.id, 0, "1")  # she gained nothing from it: keeps her 50
+    assert table.player(ana.id).momentum == 50
+    assert table.undo() and table.player(ana.id).momentum == 50 and applied(table, roll.id).get("momentum") == 0
+    assert table.undo() and table.undo() and table.undo() and table.player(ana.id).momentum == 99
+
+    table.set_system("contingency-skill", {"luck": True, "target": 5})
+    table.update_player(ana.id, luck=0)
+    luck = table.record(reading(("d6", 3), ("d8", 4), ("d10", 9), ("d8", 2)))  # a luck die she cannot pay
+    assert table.player(ana.id).luck == 0
+    assert any("Ana had 0 luck for the 1 this roll spends" in w for w in luck.why), luck.why
+    table.set_roll_params(luck.id, {"luck": False})
+    assert table.player(ana.id).luck == 0, "the luck point was never paid"
+    assert table.undo() and table.player(ana.id).luck == 0 and applied(table, luck.id).get("luck") == 0
+
+
+def test_a_roll_stored_before_its_paid_points_were_takes_its_effects_as_paid(tmp_path):
+    """A roll stored without what it really did to points (an older table) is corrected as
+    before: its resolution's momentum and assist taken as paid."""
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1, "push": "die", "assist": True})
+    ana, bo = table.add_player("Ana", momentum=1), table.add_player("Bo", momentum=0)
+    table.set_roller(ana.id)
+    table.set_assister(bo.id)
+    roll = table.record(d6_reading(2, 2, 1))
+    (result,) = table._db.execute("SELECT result FROM rolls WHERE id=?", (roll.id,)).fetchone()
+    old = json.loads(result)
+    del old["applied"]
+    table._db.execute("UPDATE rolls SET result=? WHERE id=?", (json.dumps(old), roll.id))
+    table.set_roll_params(roll.id, {"push": "none", "assist": False, "dots": 3})
+    assert momenta(table) == {"Ana": 2, "Bo": 1} and applied(table, roll.id) == {
+        "momentum": 0, "luck": 0, "assister_momentum": 0}
+    assert table.undo() and momenta(table) == {"Ana": 0, "Bo": 0} and applied(table, roll.id) == {}
+
+
 # -- odds of a roll ---------------------------------------------------------------------------
 def test_roll_json_has_exact_odds_matching_the_rules(tmp_path):
     table = Table(tmp_path / "t.db", "charge")

@@ -268,11 +268,27 @@ def _reading_from_json(text: str) -> Reading:
 
 
 def _result_json(result: dict, why, effects: "rules.TableEffects", player: dict | None,
-                 assister: dict | None = None) -> str:
+                 assister: dict | None = None, applied: dict | None = None) -> str:
     """A roll's stored ``result`` column: the resolution, its why lines, its effects, the roller
-    and the teammate picked to assist."""
-    return json.dumps({"result": result, "why": list(why), "effects": effects.__dict__, "player": player,
-                       "assister": assister})
+    and the teammate picked to assist, and ``applied``: what the roll really did to their points
+    (:func:`_applied_json`; None: not stored, a roll recorded before it was)."""
+    data = {"result": result, "why": list(why), "effects": effects.__dict__, "player": player, "assister": assister}
+    if applied is not None:
+        data["applied"] = applied
+    return json.dumps(data)
+
+
+def _applied_json(momentum: int = 0, luck: int = 0, assister_momentum: int = 0) -> dict:
+    """What a roll really did to players' points, after the 0..MAX_POINTS clamp (a player short of
+    points pays what they have; one at MAX_POINTS gains nothing): the signed change to the roller's
+    ``momentum`` and ``luck`` and to the assister's ``assister_momentum`` (seed 004 "Assist"), all int
+    (spent: negative). A correction takes back these, not the effects' nominal amounts."""
+    return {"momentum": momentum, "luck": luck, "assister_momentum": assister_momentum}
+
+
+def _clamp_points(points: int) -> int:
+    """``points`` kept in 0..MAX_POINTS."""
+    return min(MAX_POINTS, max(0, points))
 
 
 def _assist_why(assister: dict | None, effects: "rules.TableEffects") -> tuple[str, ...]:
@@ -472,24 +488,39 @@ class Table:
             momentum=max(0, tokens.momentum + sign * net) if momentum else tokens.momentum,
         )
 
-    def _pay(self, player: Player, effects: "rules.TableEffects", why: tuple[str, ...]) -> tuple[str, ...]:
+    def _pay(self, player: Player, effects: "rules.TableEffects", why: tuple[str, ...],
+             paid: tuple[int, int] = (0, 0)) -> tuple[tuple[str, ...], tuple[int, int], tuple[int, int]]:
         """Take what a roll spends from its roller, give what it gains, inside the caller's
         transaction (seed 004 "Momentum", "Push Yourself", "Determination Roll"; seed 001 "Luck
-        Dice"). Points never go below 0: a roller short of them is named in the returned why."""
-        short = self._short(player, effects)
-        self._add_points(player.id, effects.net_momentum, -effects.luck_spent)
-        return why + short
+        Dice"). Points stay in 0..MAX_POINTS: a roller short of them pays what they have and is
+        named in the returned why; one at MAX_POINTS gains nothing.
+
+        Args:
+            paid: ``(momentum, luck)`` the roll already changed the roller's points by (a
+                correction, :meth:`_correct`): taken back first, then the effects paid as afresh.
+
+        Returns:
+            ``(why, (momentum, luck) the roll has now changed the points by, (momentum, luck)
+            change made to the points now)``.
+        """
+        base_m, base_l = player.momentum - paid[0], player.luck - paid[1]  # the points without the roll
+        short = self._short(replace(player, momentum=_clamp_points(base_m), luck=_clamp_points(base_l)), effects)
+        momentum, luck = _clamp_points(base_m + effects.net_momentum), _clamp_points(base_l - effects.luck_spent)
+        self._add_points(player.id, momentum - player.momentum, luck - player.luck)
+        return why + short, (momentum - base_m, luck - base_l), (momentum - player.momentum, luck - player.luck)
 
     @staticmethod
-    def _assist_cost(assister: Player | None, cost: int) -> tuple[int, tuple[str, ...]]:
-        """What paying ``cost`` momentum for an assist (a negative cost: given back) does to the
-        teammate who assists (seed 004 "Assist"): ``(change to their momentum, kept in
-        0..MAX_POINTS; a why line when they had less than the cost)``. Nothing without one."""
-        if assister is None or not cost:
-            return 0, ()
-        change = min(MAX_POINTS, max(0, assister.momentum - cost)) - assister.momentum
-        short = (f"{assister.name} had {assister.momentum} momentum for the {cost} this assist spends",)
-        return change, short if cost > assister.momentum else ()
+    def _assist_cost(assister: Player | None, cost: int, paid: int = 0) -> tuple[int, tuple[str, ...], int]:
+        """What paying ``cost`` momentum for an assist does to the teammate who assists (seed 004
+        "Assist"), ``paid`` (what the roll already changed their momentum by: a correction) taken
+        back first: ``(change to their momentum now, kept in 0..MAX_POINTS; a why line when they
+        had less than the cost; what the roll has now changed their momentum by)``. Nothing without one."""
+        if assister is None:
+            return 0, (), paid
+        base = assister.momentum - paid  # their momentum without the roll
+        momentum = _clamp_points(base - cost)
+        short = (f"{assister.name} had {_clamp_points(base)} momentum for the {cost} this assist spends",)
+        return momentum - assister.momentum, short if cost > _clamp_points(base) else (), momentum - base
 
     @staticmethod
     def _short(player: Player, effects: "rules.TableEffects") -> tuple[str, ...]:
@@ -598,13 +629,14 @@ class Table:
             self._db.execute("BEGIN IMMEDIATE")
             if following is not None:
                 self._put_setting("params", following)
+            paid = (0, 0)
             if roller is not None:
-                why = self._pay(roller, effects, why)
-            change, short = self._assist_cost(assister, effects.assist_momentum)
+                why, paid, _ = self._pay(roller, effects, why)
+            change, short, assisted = self._assist_cost(assister, effects.assist_momentum)
             if change:
                 self._add_points(assister.id, change)
             why += short
-            payload = _result_json(result, why, effects, who, helper)
+            payload = _result_json(result, why, effects, who, helper, _applied_json(*paid, assisted))
             cur = self._db.execute(
                 "INSERT INTO rolls (t, system, params, reading, outcome, result, image) VALUES (?,?,?,?,?,?,?)",
                 (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
@@ -887,10 +919,12 @@ class Table:
     def _correct(self, roll: Roll, reading: Reading, what: str, params: dict | None = None) -> Roll:
         """Store ``reading`` as ``roll``'s dice and ``params`` (None: the roll's own, already
         checked) as its parameters (a GM correction, one of :data:`CORRECTIONS`), resolved again
-        under the roll's own system. The tokens and the roller's points change by the difference
-        between the old and the new resolution's effects (the roll's own assister's momentum by
-        that of the assist: seed 004 "Assist"), the newest pool roll's pool follows
-        it, and the change is logged as ``what`` with the reading and params as they were, for
+        under the roll's own system. The tokens change by the difference between the old and the
+        new resolution's effects; the roller's points and the roll's own assister's momentum (seed
+        004 "Assist") get back what the roll really took or gave (stored with it: a player short
+        of points paid only what they had), then pay the new effects as a fresh roll would
+        (:meth:`_pay`, :meth:`_assist_cost`). The newest pool roll's pool follows it, and the
+        change is logged as ``what`` with the reading, params and paid points as they were, for
         :meth:`undo`. Returns the roll as stored."""
         roll_id = roll.id
         params = roll.params if params is None else params
@@ -898,28 +932,12 @@ class Table:
         outcome, result, why, effects = resolve_reading(roll.system, params, reading)
         why += _assist_why(roll.assister, effects)
         owner = self._find_player(roll.player["id"]) if roll.player else None
-        if owner is not None:  # what the correction makes the roll spend beyond what it spent
-            more = replace(effects, momentum_spent=effects.momentum_spent - old_effects.momentum_spent,
-                           luck_spent=effects.luck_spent - old_effects.luck_spent)
-            why += self._short(owner, more)
         # the roll's own assister pays for an assist the correction turns on, and is paid back for one it turns off
         helper = self._find_player(roll.assister["id"]) if roll.assister else None
-        assist, short = self._assist_cost(helper, effects.assist_momentum - old_effects.assist_momentum)
-        why += short
+        stored, paid = self._applied(roll, old_effects)
         to_table = owner is None
         tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
-        payload = _result_json(result, why, effects, roll.player, roll.assister)
-        extra = {"roll": roll_id, "reading": roll.reading.to_json(), "roll_params": roll.params}
-        if assist:
-            extra["assister_points"] = [helper.id, assist]
-        momentum = effects.net_momentum - old_effects.net_momentum
-        luck = old_effects.luck_spent - effects.luck_spent
-        if owner is not None:
-            # the points as they were and the difference made (after the 0..MAX_POINTS clamp),
-            # so that undo takes back just that difference
-            momentum = min(MAX_POINTS, max(0, owner.momentum + momentum)) - owner.momentum
-            luck = min(MAX_POINTS, max(0, owner.luck + luck)) - owner.luck
-            extra["player_points"] = [owner.id, owner.momentum, owner.luck, momentum, luck]
+        extra = {"roll": roll_id, "reading": roll.reading.to_json(), "roll_params": roll.params, "applied": stored}
         latest = self._db.execute("SELECT MAX(id) FROM rolls").fetchone()[0]
         following = None
         if roll_id == latest and roll.system == self.system and (
@@ -927,16 +945,38 @@ class Table:
             following = pool_after(roll.system, params, result) or params  # as the roll left it
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
+            applied = dict(paid)  # a player removed since: what the roll did to them stays
+            if owner is not None:
+                why, (applied["momentum"], applied["luck"]), (momentum, luck) = self._pay(
+                    owner, effects, why, (paid["momentum"], paid["luck"]))
+                # the points as they were and the difference made, so that undo takes back just that difference
+                extra["player_points"] = [owner.id, owner.momentum, owner.luck, momentum, luck]
+            assist, short, applied["assister_momentum"] = self._assist_cost(
+                helper, effects.assist_momentum, paid["assister_momentum"])
+            why += short
+            if assist:
+                self._add_points(helper.id, assist)
+                extra["assister_points"] = [helper.id, assist]
             self._log_change(what, extra, tokens_after=tokens)
             if following is not None:
                 self._put_setting("params", following)
-            if owner is not None:
-                self._add_points(owner.id, momentum, luck)
-            if assist:
-                self._add_points(helper.id, assist)
-            self._rewrite_roll(roll_id, reading, params, outcome, payload)
+            self._rewrite_roll(roll_id, reading, params, outcome,
+                               _result_json(result, why, effects, roll.player, roll.assister, applied))
             self._put_setting("tokens", tokens.to_json())
         return self.roll(roll_id)
+
+    def _applied(self, roll: Roll, effects: "rules.TableEffects") -> tuple[dict | None, dict]:
+        """``(stored, paid)``: what ``roll`` really did to players' points as stored with it
+        (:func:`_applied_json`; None for a roll stored before that was), and what a correction takes
+        back: the stored amounts, else the roll's nominal ``effects`` taken as paid by its roller
+        and assister (as corrections did before the amounts were stored)."""
+        row = self._db.execute("SELECT result FROM rolls WHERE id=?", (roll.id,)).fetchone()
+        stored = json.loads(row[0]).get("applied") if row else None
+        if stored is not None:
+            return stored, {**_applied_json(), **stored}
+        by_roller = roll.player is not None
+        return None, _applied_json(effects.net_momentum if by_roller else 0, -effects.luck_spent if by_roller else 0,
+                                   -effects.assist_momentum if roll.assister else 0)
 
     def _rewrite_roll(self, roll_id: int, reading: Reading, params: dict, outcome: str, result_json: str) -> None:
         """Store a recorded roll's dice, params and resolution anew, inside the caller's transaction
@@ -999,7 +1039,7 @@ class Table:
                     outcome, result, why, effects = resolve_reading(roll.system, params, reading)
                     self._rewrite_roll(before["roll"], reading, params, outcome,
                                        _result_json(result, why + _assist_why(roll.assister, effects), effects,
-                                                    roll.player, roll.assister))
+                                                    roll.player, roll.assister, before.get("applied")))
                 self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
             return True
 
