@@ -363,6 +363,26 @@ def test_a_correction_takes_back_only_the_gain_a_capped_roller_really_got(tmp_pa
     assert table.undo() and table.player(ana.id).luck == 0 and applied(table, luck.id).get("luck") == 0
 
 
+
+def test_a_correction_gives_the_table_level_momentum_back_only_what_a_roll_with_no_roller_paid(tmp_path):
+    """With no roller picked, a push is paid from the table-level momentum, never below 0: a
+    correction clearing it gives back what was paid, not the push's 2; undo restores it."""
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1})
+    table.record(d6_reading(4))  # partial: +1 to the table-level count
+    table.set_system("charge", {"dots": 1, "push": "die"})
+    roll = table.record(d6_reading(2, 2))  # bad, pushed: 2 spent, the table has 1
+    assert table.tokens.momentum == 0
+    table.set_roll_params(roll.id, {"push": "none", "dots": 2})
+    assert table.tokens.momentum == 1, "the roll paid 1, so 1 comes back"
+    table.set_roll_params(roll.id, {"push": "die", "dots": 1})  # pushed again, then cleared again: still exact
+    assert table.tokens.momentum == 0 and applied(table, roll.id).get("table_momentum") == -1
+    table.set_roll_params(roll.id, {"push": "none", "dots": 2})
+    assert table.tokens.momentum == 1 and applied(table, roll.id).get("table_momentum") == 0
+    for momentum, paid in ((0, -1), (1, 0), (0, -1)):
+        assert table.undo()
+        assert table.tokens.momentum == momentum and applied(table, roll.id).get("table_momentum") == paid
+
+
 def test_a_roll_stored_before_its_paid_points_were_takes_its_effects_as_paid(tmp_path):
     """A roll stored without what it really did to points (an older table) is corrected as
     before: its resolution's momentum and assist taken as paid."""
@@ -377,7 +397,7 @@ def test_a_roll_stored_before_its_paid_points_were_takes_its_effects_as_paid(tmp
     table._db.execute("UPDATE rolls SET result=? WHERE id=?", (json.dumps(old), roll.id))
     table.set_roll_params(roll.id, {"push": "none", "assist": False, "dots": 3})
     assert momenta(table) == {"Ana": 2, "Bo": 1} and applied(table, roll.id) == {
-        "momentum": 0, "luck": 0, "assister_momentum": 0}
+        "momentum": 0, "luck": 0, "assister_momentum": 0, "table_momentum": 0}
     assert table.undo() and momenta(table) == {"Ana": 0, "Bo": 0} and applied(table, roll.id) == {}
 
 

@@ -278,12 +278,14 @@ def _result_json(result: dict, why, effects: "rules.TableEffects", player: dict 
     return json.dumps(data)
 
 
-def _applied_json(momentum: int = 0, luck: int = 0, assister_momentum: int = 0) -> dict:
+def _applied_json(momentum: int = 0, luck: int = 0, assister_momentum: int = 0, table_momentum: int = 0) -> dict:
     """What a roll really did to players' points, after the 0..MAX_POINTS clamp (a player short of
     points pays what they have; one at MAX_POINTS gains nothing): the signed change to the roller's
-    ``momentum`` and ``luck`` and to the assister's ``assister_momentum`` (seed 004 "Assist"), all int
-    (spent: negative). A correction takes back these, not the effects' nominal amounts."""
-    return {"momentum": momentum, "luck": luck, "assister_momentum": assister_momentum}
+    ``momentum`` and ``luck``, to the assister's ``assister_momentum`` (seed 004 "Assist") and to the
+    table-level ``table_momentum`` (a roll with no roller; never below 0), all int (spent:
+    negative). A correction takes back these, not the effects' nominal amounts."""
+    return {"momentum": momentum, "luck": luck, "assister_momentum": assister_momentum,
+            "table_momentum": table_momentum}
 
 
 def _clamp_points(points: int) -> int:
@@ -623,7 +625,8 @@ class Table:
         assister = self._assister_player()
         helper = {"id": assister.id, "name": assister.name} if assister else None
         why += _assist_why(helper, effects)
-        tokens = self._apply(self.tokens, effects, momentum=roller is None)
+        held = self.tokens
+        tokens = self._apply(held, effects, momentum=roller is None)
         following = pool_after(system, params, result)
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
@@ -636,7 +639,8 @@ class Table:
             if change:
                 self._add_points(assister.id, change)
             why += short
-            payload = _result_json(result, why, effects, who, helper, _applied_json(*paid, assisted))
+            payload = _result_json(result, why, effects, who, helper,
+                                   _applied_json(*paid, assisted, tokens.momentum - held.momentum))
             cur = self._db.execute(
                 "INSERT INTO rolls (t, system, params, reading, outcome, result, image) VALUES (?,?,?,?,?,?,?)",
                 (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
@@ -920,8 +924,9 @@ class Table:
         """Store ``reading`` as ``roll``'s dice and ``params`` (None: the roll's own, already
         checked) as its parameters (a GM correction, one of :data:`CORRECTIONS`), resolved again
         under the roll's own system. The tokens change by the difference between the old and the
-        new resolution's effects; the roller's points and the roll's own assister's momentum (seed
-        004 "Assist") get back what the roll really took or gave (stored with it: a player short
+        new resolution's effects; the roller's points (the table-level momentum for a roll with no
+        roller) and the roll's own assister's momentum (seed 004 "Assist") get back what the roll
+        really took or gave (stored with it: a player short
         of points paid only what they had), then pay the new effects as a fresh roll would
         (:meth:`_pay`, :meth:`_assist_cost`). The newest pool roll's pool follows it, and the
         change is logged as ``what`` with the reading, params and paid points as they were, for
@@ -935,8 +940,14 @@ class Table:
         # the roll's own assister pays for an assist the correction turns on, and is paid back for one it turns off
         helper = self._find_player(roll.assister["id"]) if roll.assister else None
         stored, paid = self._applied(roll, old_effects)
-        to_table = owner is None
-        tokens = self._apply(self._apply(self.tokens, old_effects, -1, to_table), effects, 1, to_table)
+        applied = dict(paid)  # a player removed since: what the roll did to them stays
+        to_table = owner is None and roll.player is not None  # its roller removed since: the difference, as before
+        held = self.tokens
+        tokens = self._apply(self._apply(held, old_effects, -1, to_table), effects, 1, to_table)
+        if roll.player is None:  # the table-level momentum gets back what the roll really gave or took
+            base = held.momentum - paid["table_momentum"]
+            tokens = replace(tokens, momentum=max(0, base + effects.net_momentum))
+            applied["table_momentum"] = tokens.momentum - base
         extra = {"roll": roll_id, "reading": roll.reading.to_json(), "roll_params": roll.params, "applied": stored}
         latest = self._db.execute("SELECT MAX(id) FROM rolls").fetchone()[0]
         following = None
@@ -945,7 +956,6 @@ class Table:
             following = pool_after(roll.system, params, result) or params  # as the roll left it
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
-            applied = dict(paid)  # a player removed since: what the roll did to them stays
             if owner is not None:
                 why, (applied["momentum"], applied["luck"]), (momentum, luck) = self._pay(
                     owner, effects, why, (paid["momentum"], paid["luck"]))
@@ -976,7 +986,8 @@ class Table:
             return stored, {**_applied_json(), **stored}
         by_roller = roll.player is not None
         return None, _applied_json(effects.net_momentum if by_roller else 0, -effects.luck_spent if by_roller else 0,
-                                   -effects.assist_momentum if roll.assister else 0)
+                                   -effects.assist_momentum if roll.assister else 0,
+                                   0 if by_roller else effects.net_momentum)
 
     def _rewrite_roll(self, roll_id: int, reading: Reading, params: dict, outcome: str, result_json: str) -> None:
         """Store a recorded roll's dice, params and resolution anew, inside the caller's transaction
