@@ -450,3 +450,22 @@ def test_a_luck_die_awaited_from_the_camera_is_in_the_state_and_a_new_system_dro
     table.arm_luck_die(roll.id)
     table.add_luck_die(roll.id, "3")
     assert table.luck_pending is None
+
+
+def test_a_correction_does_not_give_again_a_tension_token_the_gm_spent_since(tmp_path):
+    """Seed 000: a cut below disastrous gives the GM a tension token. He spends it; a correction
+    that keeps the cut does not give it again (taken back and added again in one step, never
+    below 0), one that takes the cut away leaves him at 0, and undo keeps his spending."""
+    table = Table(tmp_path / "t.db", "contingency-action")
+    roll = table.record(kinds_reading(("d8", 1), ("d6", 6)))
+    assert roll.outcome == "disastrous" and table.tokens.tension == 1
+    table.add_tension(-1)
+    table.correct_die(roll.id, 1, "6")  # the same face typed again: nothing changes
+    assert table.tokens.tension == 0
+    table.correct_die(roll.id, 1, "2")  # no cut: none to take back from 0
+    assert table.tokens.tension == 0
+    table.correct_die(roll.id, 1, "6")  # the cut again: the roll's token once more
+    assert table.tokens.tension == 1
+    assert table.undo() and table.tokens.tension == 0
+    assert table.undo() and table.undo() and table.tokens.tension == 0
+    assert table.undo() and table.tokens.tension == 1  # the GM's spending taken back

@@ -924,7 +924,7 @@ class Table:
         """Store ``reading`` as ``roll``'s dice and ``params`` (None: the roll's own, already
         checked) as its parameters (a GM correction, one of :data:`CORRECTIONS`), resolved again
         under the roll's own system. The tokens change by the difference between the old and the
-        new resolution's effects; the roller's points (the table-level momentum for a roll with no
+        new resolution's effects, in one step and never below 0; the roller's points (the table-level momentum for a roll with no
         roller) and the roll's own assister's momentum (seed 004 "Assist") get back what the roll
         really took or gave (stored with it: a player short
         of points paid only what they had), then pay the new effects as a fresh roll would
@@ -943,7 +943,11 @@ class Table:
         applied = dict(paid)  # a player removed since: what the roll did to them stays
         to_table = owner is None and roll.player is not None  # its roller removed since: the difference, as before
         held = self.tokens
-        tokens = self._apply(self._apply(held, old_effects, -1, to_table), effects, 1, to_table)
+        # in one step, never below 0: a token the roll gave that the GM has spent since is not given again
+        tokens = Tokens(
+            tension=max(0, held.tension - old_effects.tension_tokens + effects.tension_tokens),
+            gm_omens=max(0, held.gm_omens - old_effects.gm_omens + effects.gm_omens),
+            momentum=max(0, held.momentum - old_effects.net_momentum + effects.net_momentum) if to_table else held.momentum)
         if roll.player is None:  # the table-level momentum gets back what the roll really gave or took
             base = held.momentum - paid["table_momentum"]
             tokens = replace(tokens, momentum=max(0, base + effects.net_momentum))
