@@ -480,14 +480,14 @@ class Table:
             raise KeyError(f"no roll {roll_id}")
         return self._row_to_roll(row)
 
-    def _apply(self, tokens: Tokens, effects: "rules.TableEffects", sign: int = 1, momentum: bool = True) -> Tokens:
-        """Tokens plus (sign 1) or minus (-1) a roll's effects (momentum: gained less spent);
+    @staticmethod
+    def _apply(tokens: Tokens, effects: "rules.TableEffects", momentum: bool = True) -> Tokens:
+        """Tokens plus a roll's effects (momentum: gained less spent), never below 0;
         ``momentum=False`` leaves the table-level momentum alone (it went to a player)."""
-        net = effects.net_momentum
         return Tokens(
-            tension=max(0, tokens.tension + sign * effects.tension_tokens),
-            gm_omens=max(0, tokens.gm_omens + sign * effects.gm_omens),
-            momentum=max(0, tokens.momentum + sign * net) if momentum else tokens.momentum,
+            tension=max(0, tokens.tension + effects.tension_tokens),
+            gm_omens=max(0, tokens.gm_omens + effects.gm_omens),
+            momentum=max(0, tokens.momentum + effects.net_momentum) if momentum else tokens.momentum,
         )
 
     def _pay(self, player: Player, effects: "rules.TableEffects", why: tuple[str, ...],
