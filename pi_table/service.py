@@ -723,6 +723,12 @@ class Service:
         self._changed()
         return player
 
+    def new_session(self) -> TableState:
+        """A new session: every player's momentum back to 2 (Table.new_session, seed 004)."""
+        self.table.new_session()
+        self._changed()
+        return self.state()
+
     def set_roller(self, player_id: int | None) -> TableState:
         """Pick whose roll the next one is (None: no one). ValueError for an unknown id."""
         self.table.set_roller(player_id)

@@ -215,6 +215,13 @@ def test_gm_adds_a_player_and_picks_the_roller(served, page):
     page.click(".player-gm .stepper.luck .plus")
     page.wait_for_function("document.querySelector('.player-gm .stepper.luck .val').textContent === '1'", timeout=10_000)
     assert service.table.players()[0].luck == 1
+    service.update_player(service.table.players()[0].id, momentum=5)
+    page.wait_for_function("document.querySelector('.player-gm .stepper.momentum .val').textContent === '5'", timeout=10_000)
+    page.on("dialog", lambda d: d.accept())  # "New session: every player's momentum back to 2?"
+    page.click("#new-session")  # seed 004: you start every session with 2
+    page.wait_for_function("document.querySelector('.player-gm .stepper.momentum .val').textContent === '2'", timeout=10_000)
+    assert (service.table.players()[0].momentum, service.table.players()[0].luck) == (2, 1)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "gm-players.png"), full_page=True)
 

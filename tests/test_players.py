@@ -189,6 +189,23 @@ def test_an_undone_correction_keeps_its_roller_and_a_costlier_fix_says_who_was_s
     assert table.player(ben.id).momentum == 0 and table.tokens.momentum == 0
 
 
+def test_a_new_session_gives_every_player_two_momentum_and_keeps_their_luck(tmp_path):
+    """Seed 004 "Momentum": "You start every session with 2". A new session sets every player's
+    momentum to 2 (from 0 and from 7 alike); luck points stay (seed 001: they do not refresh), as
+    do the tokens. Undo takes the session back by the difference: momentum a roll gave since stays."""
+    table = Table(tmp_path / "t.db", "charge")
+    ana, bo = table.add_player("Ana", momentum=0, luck=3), table.add_player("Bo", momentum=7)
+    table.set_roller(ana.id)
+    table.add_tension(2)
+    players = table.new_session()
+    assert [(p.name, p.momentum, p.luck) for p in players] == [("Ana", 2, 3), ("Bo", 2, 0)]
+    assert table.tokens.tension == 2 and table.last_change() == ("session", None)
+    table.record(d6_reading(6, 2))  # full: Ana gains 2
+    assert table.player(ana.id).momentum == 4
+    assert table.undo()
+    assert (table.player(ana.id).momentum, table.player(bo.id).momentum, table.player(ana.id).luck) == (2, 7, 3)
+
+
 def test_no_roller_spends_from_the_table_level_momentum(tmp_path):
     table = Table(tmp_path / "t.db", "charge")
     table.record(d6_reading(6, 6))  # critical: +3 to the table-level count
@@ -475,13 +492,24 @@ def test_player_api_needs_the_pin_and_changes_nothing_without_it(client):
     assert client.post("/api/players", json={"name": "Ana"}, headers=AUTH).status_code == 201
     before = client.get("/api/state").get_json()
     for method, path, body in (("post", "/api/players", {"name": "Eve"}), ("put", "/api/players/1", {"momentum": 9}),
-                               ("delete", "/api/players/1", None), ("put", "/api/roller", {"player": 1})):
+                               ("delete", "/api/players/1", None), ("put", "/api/roller", {"player": 1}),
+                               ("post", "/api/session", None)):
         resp = getattr(client, method)(path, json=body)
         assert resp.status_code == 401, path
         wrong = getattr(client, method)(path, json=body, headers={"Authorization": "Bearer 0000"})
         assert wrong.status_code in (401, 429), path
     assert client.get("/api/state").get_json()["players"] == before["players"]
     assert client.get("/api/state").get_json()["roller"] is None
+
+
+def test_new_session_over_http(client):
+    """POST /api/session (GM only): every player's momentum back to 2, answered with the state."""
+    client.post("/api/players", json={"name": "Ana", "momentum": 6}, headers=AUTH)
+    assert client.post("/api/session").status_code == 401
+    assert client.get("/api/players").get_json()[0]["momentum"] == 6
+    state = client.post("/api/session", headers=AUTH).get_json()
+    assert [p["momentum"] for p in state["players"]] == [2]
+    assert client.post("/api/undo", headers=AUTH).get_json()["state"]["players"][0]["momentum"] == 6
 
 
 def test_player_api(client, service):

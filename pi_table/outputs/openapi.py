@@ -192,6 +192,9 @@ SPEC: dict = {
                 "delta": {"type": "integer", "minimum": -100, "maximum": 100}}})},
         "/api/choose-fail": {"post": _choose_fail()},
         "/api/scene": {"post": _gm("new scene: GM omens reset to 0", _json("State"))},
+        "/api/session": {"post": _gm(
+            "new session of play: every player's momentum back to 2 (seed 004 \"Momentum\": you start every "
+            "session with 2); luck points, tokens and the history stay; undoable", _json("State"))},
         "/api/undo": {"post": _gm("undo the last GM change", {"description": "ok", "content": {"application/json": {
             "schema": {"type": "object", "properties": {"undone": {"type": "boolean"},
                                                          "state": {"$ref": "#/components/schemas/State"}}}}}})},

@@ -303,6 +303,11 @@ def create_app(service) -> Flask:
     def scene():
         return jsonify(service.new_scene().to_json())
 
+    @app.post("/api/session")
+    def new_session():
+        """A new session of play: every player's momentum back to 2 (seed 004); undoable."""
+        return jsonify(service.new_session().to_json())
+
     @app.put("/api/rolls/<int:roll_id>/dice/<int:index>")
     def correct(roll_id: int, index: int):
         data = body("face", "kind", "dice")

@@ -75,7 +75,7 @@ REROLL = "reroll"
 #: Outcome of a roll whose dice do not fit the system (wrong kinds or count).
 INVALID = "invalid"
 #: GM changes that touch only players, the roller and the assister (undone without touching the tokens).
-PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller", "assister")
+PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller", "assister", "session")
 #: GM changes to a recorded roll: a face (and kind) typed, a false die taken out, the parameters it is
 #: resolved under set after the roll, a luck die added after the roll (seed 001 "Luck Dice"). Each logs the
 #: roll's reading and params as they were; undo puts them back and resolves the roll again.
@@ -1011,7 +1011,7 @@ class Table:
 
     def undo(self) -> bool:
         """Undo the last GM change (system, tokens, scene, correction, removed die, a roll's params or
-        its luck die, players, roller, assister).
+        its luck die, players, roller, assister, a new session's momentum).
         False if none is left.
 
         A player change undoes only itself (the player's row, the roller); momentum that
@@ -1154,6 +1154,20 @@ class Table:
                     self._put_setting("assister", None)
             return gone
 
+    def new_session(self) -> list[Player]:
+        """A new session of play: every player's momentum back to :data:`START_MOMENTUM` (seed 004
+        "Momentum": "You start every session with 2"). Luck points stay (seed 001 "Luck Dice": they
+        do not refresh naturally), and so do the tokens and the roll history. Undoable: each
+        player's momentum comes back by the difference, so that momentum rolls gave since stays.
+        Returns the players as they are now."""
+        with self._lock:
+            players = self.players()
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._log_change("session", {"momentum": [[p.id, p.momentum - START_MOMENTUM] for p in players]})
+                self._db.execute("UPDATE players SET momentum=?", (START_MOMENTUM,))
+            return self.players()
+
     def update_player(self, player_id: int, /, **changes: Any) -> Player:
         """Set a player's ``momentum``, ``luck`` (integers 0..99) and/or ``name``. Undoable.
 
@@ -1235,6 +1249,9 @@ class Table:
             self._db.execute(
                 "UPDATE players SET name=?, momentum=MIN(?, MAX(0, momentum + ?)), luck=MIN(?, MAX(0, luck + ?)) WHERE id=?",
                 (p["name"], MAX_POINTS, p["momentum"] - after["momentum"], MAX_POINTS, p["luck"] - after["luck"], p["id"]))
+        elif what == "session":  # each player's momentum back by the difference the new session made
+            for pid, change in before["momentum"]:
+                self._add_points(pid, change)
         if "roller" in before:
             self._put_setting("roller", before["roller"])
         if "assister" in before:

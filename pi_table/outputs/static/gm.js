@@ -326,6 +326,10 @@ for (const id of ["spend", "give"]) $(id).onclick = () => act(() => api("POST", 
 for (const id of ["omen-spend", "omen-give"]) $(id).onclick = () => act(() => api("POST", "/api/tokens/omens", { delta: Number($(id).dataset.delta) }), "GM omens changed");
 $("choose-fail").onclick = () => act(async () => (await api("POST", "/api/choose-fail")).why.join("; "), "GM omens gained");
 $("scene").onclick = () => act(() => api("POST", "/api/scene"), "new scene: GM omens reset");
+$("new-session").onclick = () => {
+  if (confirm("New session: every player's momentum back to 2? (Undo last change takes it back.)"))
+    act(() => api("POST", "/api/session"), "new session: every player's momentum is 2");
+};
 $("add-player").onsubmit = (e) => {
   e.preventDefault();
   const name = $("player-name").value;
