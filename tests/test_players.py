@@ -189,6 +189,19 @@ def test_an_undone_correction_keeps_its_roller_and_a_costlier_fix_says_who_was_s
     assert table.player(ben.id).momentum == 0 and table.tokens.momentum == 0
 
 
+def test_an_undone_correction_gives_the_roll_its_why_back_whole(tmp_path):
+    """Undo puts back a corrected roll's why as it was, the line that its roller was short of
+    momentum included (undo resolved the roll again and dropped it; the points were right)."""
+    table = Table(tmp_path / "t.db", "charge", {"dots": 1, "push": "die"})
+    ana = table.add_player("Ana", momentum=1)
+    table.set_roller(ana.id)
+    roll = table.record(d6_reading(2, 2))
+    assert "Ana had 1 momentum for the 2 this roll spends" in roll.why
+    table.set_roll_params(roll.id, {"push": "none", "dots": 2})
+    assert table.undo()
+    assert table.roll(roll.id).why == roll.why and table.player(ana.id).momentum == 0
+
+
 def test_a_new_session_gives_every_player_two_momentum_and_keeps_their_luck(tmp_path):
     """Seed 004 "Momentum": "You start every session with 2". A new session sets every player's
     momentum to 2 (from 0 and from 7 alike); luck points stay (seed 001: they do not refresh), as

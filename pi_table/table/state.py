@@ -952,7 +952,8 @@ class Table:
             base = held.momentum - paid["table_momentum"]
             tokens = replace(tokens, momentum=max(0, base + effects.net_momentum))
             applied["table_momentum"] = tokens.momentum - base
-        extra = {"roll": roll_id, "reading": roll.reading.to_json(), "roll_params": roll.params, "applied": stored}
+        extra = {"roll": roll_id, "reading": roll.reading.to_json(), "roll_params": roll.params, "applied": stored,
+                 "why": list(roll.why)}
         latest = self._db.execute("SELECT MAX(id) FROM rolls").fetchone()[0]
         following = None
         if roll_id == latest and roll.system == self.system and (
@@ -1052,9 +1053,11 @@ class Table:
                     roll = self.roll(before["roll"])
                     params = before.get("roll_params", roll.params)  # (logged before params could be set)
                     outcome, result, why, effects = resolve_reading(roll.system, params, reading)
+                    # the why as it was, with the lines of who was short of points (logged since they are)
+                    why = tuple(before["why"]) if "why" in before else why + _assist_why(roll.assister, effects)
                     self._rewrite_roll(before["roll"], reading, params, outcome,
-                                       _result_json(result, why + _assist_why(roll.assister, effects), effects,
-                                                    roll.player, roll.assister, before.get("applied")))
+                                       _result_json(result, why, effects, roll.player, roll.assister,
+                                                    before.get("applied")))
                 self._db.execute("DELETE FROM changes WHERE id=?", (cid,))
             return True
 
