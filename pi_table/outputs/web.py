@@ -311,12 +311,18 @@ def create_app(service) -> Flask:
     @app.put("/api/rolls/<int:roll_id>/dice/<int:index>")
     def correct(roll_id: int, index: int):
         data = body("face", "kind", "dice")
+        face, kind = face_and_kind(data, needs_face=True)
+        return jsonify(service.correct_die(roll_id, index, face, kind, dice_seen(data.get("dice"))).to_json())
+
+    def face_and_kind(data: dict, needs_face: bool) -> tuple[str | None, str | None]:
+        """A die's ``face`` (sent as "5" or 5; None when absent and not ``needs_face``) and ``kind``
+        (None: as read) from a request body; ValueError naming a value of the wrong type."""
         face, kind = data.get("face"), data.get("kind")
-        if not isinstance(face, (str, int)) or isinstance(face, bool):
+        if (face is not None or needs_face) and (not isinstance(face, (str, int)) or isinstance(face, bool)):
             raise ValueError(f"face must be a string like \"5\", got {face!r}")
         if kind is not None and not isinstance(kind, str):
             raise ValueError(f"kind must be a die kind like \"d10\", got {kind!r}")
-        return jsonify(service.correct_die(roll_id, index, str(face), kind, dice_seen(data.get("dice"))).to_json())
+        return (None if face is None else str(face)), kind
 
     @app.delete("/api/rolls/<int:roll_id>/dice/<int:index>")
     def remove_die(roll_id: int, index: int):
@@ -350,15 +356,10 @@ def create_app(service) -> Flask:
         ``"kind"``, which must be the result die's) adds it now and answers the roll; ``{}`` has the
         camera take it from its next reading and answers the state (``luck_pending``). 409 for a roll
         that takes none (another system, a percentile roll, not resolved, one already there)."""
-        data = body("face", "kind")
-        face, kind = data.get("face"), data.get("kind")
-        if face is not None and (not isinstance(face, (str, int)) or isinstance(face, bool)):
-            raise ValueError(f"face must be a string like \"5\", got {face!r}")
-        if kind is not None and not isinstance(kind, str):
-            raise ValueError(f"kind must be a die kind like \"d8\", got {kind!r}")
+        face, kind = face_and_kind(body("face", "kind"), needs_face=False)
         if face is None:
             return jsonify(service.arm_luck_die(roll_id, kind).to_json())
-        return jsonify(service.add_luck_die(roll_id, str(face), kind).to_json())
+        return jsonify(service.add_luck_die(roll_id, face, kind).to_json())
 
     @app.delete("/api/rolls/<int:roll_id>/luck")
     def cancel_luck_die(roll_id: int):
