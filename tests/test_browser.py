@@ -862,3 +862,24 @@ def test_gm_adds_a_skill_checks_luck_die_typed_or_read_from_the_tray(served, pag
     page.click("#luck-add")
     page.wait_for_selector("#luck[hidden]", state="attached", timeout=10_000)
     assert service.table.roll(roll.id).result["result"] == 7 and "luck die 3 added" in page.inner_text("#msg")
+
+
+def test_gm_luck_die_typed_for_a_roll_lands_on_it_when_a_newer_roll_comes_in(served, page):
+    """The GM types a luck die's face for skill check #1 and another roll comes in before "add": the
+    luck control, like the die fields, stays on roll #1 (it followed the newest roll, so the face
+    went to roll #2) and "add" puts the die on roll #1."""
+    service, base = served
+    service.set_system("contingency-skill", {"target": 9})
+    service.reader = FakeReader(reading_of(("d6", 2), ("d8", 4), ("d10", 9)), reading_of(("d6", 5), ("d8", 1), ("d10", 3)))
+    roll_now(service)
+    first = service.state().last_roll.id
+    gm_login(page, base)
+    page.wait_for_selector("#luck:not([hidden])", timeout=10_000)
+    page.fill("#luck-face", "6")  # typed, not added; the field keeps focus
+    roll_now(service)
+    second = service.state().last_roll.id
+    page.wait_for_selector(f"#recent button[data-roll='{second}']", timeout=10_000)
+    assert page.get_attribute("#luck", "data-roll") == str(first) and page.input_value("#luck-face") == "6"
+    page.click("#luck-add")
+    page.wait_for_function("document.getElementById('msg').textContent.includes('luck die 6 added')", timeout=10_000)
+    assert service.table.roll(first).result["result"] == 10 and service.table.roll(second).params["luck"] is False

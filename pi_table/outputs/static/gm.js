@@ -146,7 +146,7 @@ function drawDice() {
   if (roll && roll.id === shown && fields.length === roll.dice.length) {
     shownRoll = roll;
     roll.dice.forEach((d, i) => markDie(fields[i], d, i));
-  } else if ((!roll || roll.id !== shown) && [...fields, ...box.querySelectorAll("select")].some(editing)) {
+  } else if ((!roll || roll.id !== shown) && [...fields, ...box.querySelectorAll("select"), $("luck-face")].some(editing)) {
     // (the shown roll with a die more or less, a die removed or put back, is drawn again: its
     // fields' places no longer name its dice)
     note.textContent = `A newer roll came in: these fields still correct roll #${shown}.`;
@@ -230,7 +230,7 @@ function markDie(inp, d, i) {
 let luckPending = null;
 function drawLuck(pending) {
   luckPending = pending;
-  const roll = lastRoll, form = $("luck"), wait = $("luck-wait");
+  const roll = shownRoll, form = $("luck"), wait = $("luck-wait");  // the roll the correction controls act on
   const kind = roll && roll.result && roll.result.result_die;
   const takes = Boolean(roll) && roll.id !== null && roll.system === "contingency-skill" && Boolean(kind)
     && !roll.params.luck && !["reroll", "invalid"].includes(roll.outcome);
