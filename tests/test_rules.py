@@ -240,6 +240,58 @@ def test_001_fail_by_one_offered():
     assert not resolve("contingency-skill", dice=[("d6", 4), ("d8", 2), ("d10", 9)], target=6).fail_by_one
 
 
+def test_001_fail_by_one_a_condition_marked_barely_succeeds():
+    """Seed 001 "Failing By One" (RULES.md contingency-skill: offered, never applied silently):
+    with ``mark_condition`` a check failed by exactly one is a success with a complication, its
+    omens unchanged; the offer alone (no param) leaves it a failure."""
+    dice = [("d6", 5), ("d8", 2), ("d10", 9)]  # middle die d6 5 vs Hard 6
+    plain = resolve("contingency-skill", dice=dice, target=6)
+    r = resolve("contingency-skill", dice=dice, target=6, mark_condition=True)
+    assert (r.outcome, r.fail_by_one, r.marked_condition, r.margin) == ("success", True, True, -1)
+    assert "a condition marked: barely succeeds, with a complication" in r.why
+    assert not any("may mark" in w for w in r.why)
+    assert r.effects == plain.effects and (r.player_omens, r.gm_omens) == (plain.player_omens, plain.gm_omens)
+    assert r.to_json()["marked_condition"] is True and plain.to_json()["marked_condition"] is False
+    assert (plain.outcome, plain.marked_condition) == ("failure", False)
+    # the table's params carry it, the camera's dice resolved under them (luck die included)
+    params = validate_params("contingency-skill", {"target": 6, "mark_condition": True})
+    assert rules.DEFAULT_PARAMS["contingency-skill"]["mark_condition"] is False
+    assert resolve_dice("contingency-skill", dice, params).outcome == "success"
+    lucky = resolve_dice("contingency-skill", [*dice, ("d6", 1)], {"target": 7, "luck": True, "mark_condition": True})
+    assert (lucky.result, lucky.outcome, lucky.gm_omens) == (6, "success", 1)
+
+
+@pytest.mark.parametrize("kw, outcome, clause", [
+    ({"dice": [("d6", 6), ("d8", 2), ("d10", 9)], "target": 6}, "success", "did not fail by one"),
+    ({"dice": [("d6", 4), ("d8", 2), ("d10", 9)], "target": 6}, "failure", "did not fail by one"),  # by two
+    ({"percentile": (70, 5), "chance": 20}, "failure", "a percentile roll has no failing by one"),  # 75 vs 80+
+])
+def test_001_mark_condition_not_applicable_changes_nothing_but_the_why(kw, outcome, clause):
+    """A condition marked on a check not failed by one (or a percentile roll) changes nothing: the
+    same outcome, effects and fields, one short clause more in the why; never an error."""
+    plain = resolve("contingency-skill", **kw)
+    marked = resolve("contingency-skill", **kw, mark_condition=True)
+    assert marked.outcome == plain.outcome == outcome and marked.effects == plain.effects
+    extra = [w for w in marked.why if w not in plain.why]
+    assert len(marked.why) == len(plain.why) + 1 and len(extra) == 1 and clause in extra[0]
+    assert getattr(marked, "marked_condition", False) is False
+    # exact odds of the table's params do not choke on it (it changes no odds)
+    from pi_table.table.odds import odds_args
+    params = validate_params("contingency-skill", {**({"percentile": True, "chance": 20} if "percentile" in kw else {}),
+                                                   "mark_condition": True})
+    assert odds("contingency-skill", **odds_args("contingency-skill", params, ["d6", "d8", "d10"]))
+
+
+@pytest.mark.parametrize("bad", ["yes", 1, None])
+def test_001_mark_condition_bad_value_named(bad):
+    with pytest.raises(ValueError, match="mark_condition"):
+        validate_params("contingency-skill", {"mark_condition": bad})
+    with pytest.raises(ValueError, match="mark_condition"):
+        resolve("contingency-skill", dice=[("d6", 5), ("d8", 2), ("d10", 9)], target=6, mark_condition=bad)
+    with pytest.raises(ValueError, match="choosing to fail"):
+        resolve("contingency-skill", choose_fail=True, mark_condition=True)
+
+
 @pytest.mark.parametrize("adv, dis, omens", [(0, 1, 1), (0, 0, 2), (1, 0, 3), (2, 1, 3), (1, 2, 1)])
 def test_001_choosing_to_fail(adv, dis, omens):
     r = resolve("contingency-skill", choose_fail=True, advantage=adv, disadvantage=dis)

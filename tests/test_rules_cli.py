@@ -77,6 +77,25 @@ def test_resolve_skill_all_options(cli):
     assert json.loads(out)["outcome"] == "success"
 
 
+def test_resolve_skill_mark_condition(cli):
+    """Seed 001 "Failing By One": --mark-condition turns a check failed by exactly one into a success
+    with a complication; on another check it changes nothing but a clause of the why; it does not
+    apply to choosing to fail, a percentile roll or another system (exit 2, one line naming it)."""
+    rc, out, _ = cli("resolve", "contingency-skill", "--dice", "d6=5,d4=4,d10=9", "--target", "6", "--mark-condition", "--json")
+    d = json.loads(out)
+    assert rc == 0 and (d["outcome"], d["fail_by_one"], d["marked_condition"]) == ("success", True, True)
+    assert "a condition marked: barely succeeds, with a complication" in d["why"]
+    rc, out, _ = cli("resolve", "contingency-skill", "--dice", "d6=5,d4=4,d10=9", "--target", "7", "--mark-condition", "--json")
+    d = json.loads(out)
+    assert rc == 0 and (d["outcome"], d["marked_condition"]) == ("failure", False)
+    assert "no condition marked: the check did not fail by one" in d["why"]
+    for argv in (("--choose-fail",), ("--percentile", "70,5", "--chance", "20")):
+        rc, out, err = cli("resolve", "contingency-skill", *argv, "--mark-condition")
+        assert (rc, out) == (2, "") and len(err.strip().splitlines()) == 1 and "--mark-condition" in err
+    rc, out, err = cli("resolve", "contract", "--dice", "5", "--mark-condition")
+    assert rc == 2 and len(err.strip().splitlines()) == 1 and "--mark-condition" in err
+
+
 def test_resolve_percentile_face_100(cli):
     # RULES.md contingency-skill: a face "100" counts 0 (seed 001 "Percentile Dice")
     rc, out, err = cli("resolve", "contingency-skill", "--percentile", "100,5", "--chance", "40", "--json")

@@ -312,6 +312,35 @@ def test_the_contracts_difficulty_set_after_the_roll_resolves_it_again_and_undo_
     assert table.last_change() is None
 
 
+def test_a_condition_marked_on_a_skill_check_failed_by_one_barely_succeeds_and_undo_puts_the_failure_back(tmp_path):
+    """Seed 001 "Failing By One" (RULES.md contingency-skill: the kit offers it, never applies it
+    silently): the roll stays a failure with the offer in its why until the GM sets
+    ``mark_condition`` on it; then it is a success with a complication, its omens and the table's
+    params for the next rolls unchanged; undo puts the failure back. On a roll not failed by one
+    it changes only the why."""
+    table = Table(tmp_path / "t.db", "contingency-skill", {"target": 6})
+    roll = table.record(kinds_reading(("d6", 5), ("d8", 1), ("d10", 9)))  # middle d6 5 vs 6; a 1: 1 GM omen
+    assert (roll.outcome, roll.result["fail_by_one"], table.tokens.gm_omens) == ("failure", True, 1)
+    assert any("may mark a condition" in w for w in roll.why)
+    marked = table.set_roll_params(roll.id, {"mark_condition": True})
+    assert (marked.outcome, marked.result["marked_condition"], marked.params["mark_condition"]) == ("success", True, True)
+    assert "a condition marked: barely succeeds, with a complication" in marked.why
+    assert table.tokens.gm_omens == 1 and table.params["mark_condition"] is False
+    assert table.last_change() == ("roll-params", roll.id)
+    with pytest.raises(ValueError, match="mark_condition"):
+        table.set_roll_params(roll.id, {"mark_condition": "yes"})
+    assert table.roll(roll.id).outcome == "success"
+    assert table.undo()
+    back = table.roll(roll.id)
+    assert (back.outcome, back.params["mark_condition"], back.result["marked_condition"]) == ("failure", False, False)
+    assert back.why == roll.why and table.tokens.gm_omens == 1
+    other = table.record(kinds_reading(("d6", 4), ("d8", 2), ("d10", 9)))  # failed by two
+    same = table.set_roll_params(other.id, {"mark_condition": True})
+    assert (same.outcome, same.result["marked_condition"]) == ("failure", False)
+    assert {k: v for k, v in same.result.items() if k != "why"} == {k: v for k, v in other.result.items() if k != "why"}
+    assert [w for w in same.why if w not in other.why] == ["no condition marked: the check did not fail by one"]
+
+
 def test_a_charge_push_set_after_the_roll_takes_two_momentum_from_the_roller_and_undo_gives_it_back(tmp_path):
     """Seed 004 "Push Yourself": a push costs the roller 2 momentum. Set on a failed action roll
     afterwards (the GM forgot to tick it), the roller pays the 2 then, as if it had been set first;

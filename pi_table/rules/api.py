@@ -83,7 +83,8 @@ def resolve(system: str, **options: Any) -> Resolution:
       ``action`` (the roll performs an action: band of the highest die), ``pool`` (expected count).
     - ``contingency-skill``: ``dice=[("d6", 5), ("d4", 4), ("d10", 9)]``, ``target=5``,
       ``advantage``, ``disadvantage``, ``modifiers``, ``luck=("d6", 3)``, ``action_number``,
-      ``penalty_choice``, ``reposition``, ``path``; or ``choose_fail=True``; or
+      ``penalty_choice``, ``reposition``, ``path``, ``mark_condition`` (a check failed by
+      one barely succeeds, seed 001 "Failing By One"); or ``choose_fail=True``; or
       ``percentile=(tens, ones), chance=X``.
     - ``charge``: ``dice=[6, 6, 3]``, ``dots``, ``roll``, ``risk``, ``effect``, ``assist``,
       ``push``, ``tension``.
@@ -112,7 +113,7 @@ def resolve(system: str, **options: Any) -> Resolution:
     if system == "contingency-skill":
         check_unknown(system, options, ("dice", "target", "advantage", "disadvantage", "modifiers", "luck",
                                         "action_number", "penalty_choice", "reposition", "path",
-                                        "choose_fail", "percentile", "chance"))
+                                        "choose_fail", "percentile", "chance", "mark_condition"))
         return skill.resolve(**options)
     if system == "charge":
         check_unknown(system, options, ("dice", *charge.DEFAULTS))
@@ -157,7 +158,8 @@ def resolve_dice(system: str, dice: Sequence[tuple[str, int]], params: Mapping[s
     contingency-pool: d8; charge: d6 (``dots`` 0 = zero dice); contract: d10 (10 counts 10);
     contingency-skill: three dice d4..d12 in reading order, plus the luck die as the 4th die
     when ``luck`` is true; or a d10-tens and a d10 for a percentile roll (needs ``chance``;
-    the ones d10 read as 10 counts 0).
+    the ones d10 read as 10 counts 0). ``mark_condition`` (the GM's, set on the recorded roll)
+    turns a check failed by exactly one into a success (seed 001 "Failing By One").
 
     Raises:
         ValueError: unknown system, bad params, dice of kinds the system does not use (named),
@@ -192,7 +194,7 @@ def resolve_dice(system: str, dice: Sequence[tuple[str, int]], params: Mapping[s
         ones = [v for k, v in pairs if k == "d10"]
         if len(tens) != 1 or len(ones) != 1 or len(pairs) != 2:
             raise ValueError(f"a percentile roll reads one d10-tens and one d10, got {', '.join(k for k, _ in pairs) or 'no dice'}")
-        return skill.resolve(percentile=(tens[0], ones[0]), chance=p["chance"])
+        return skill.resolve(percentile=(tens[0], ones[0]), chance=p["chance"], mark_condition=p["mark_condition"])
     want = 4 if p["luck"] else 3
     if len(pairs) != want:
         raise ValueError(f"a skill check reads {want} dice{' (the 4th is the luck die)' if p['luck'] else ''}, got {len(pairs)}")
@@ -200,6 +202,7 @@ def resolve_dice(system: str, dice: Sequence[tuple[str, int]], params: Mapping[s
         dice=pairs[:3], target=p["target"], advantage=p["advantage"], disadvantage=p["disadvantage"],
         modifiers=p["modifiers"], luck=pairs[3] if p["luck"] else None, action_number=p["action_number"],
         penalty_choice=p["penalty_choice"], reposition=p["reposition"], path=p["path"],
+        mark_condition=p["mark_condition"],
     )
 
 

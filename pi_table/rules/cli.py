@@ -97,7 +97,8 @@ RESOLVE_OPTIONS: dict[str, tuple[str, ...]] = {
     "contingency-action": ("action", "pressure", "stat"),
     "contingency-pool": ("dice", "drop", "pool", "as_action"),
     "contingency-skill": ("dice", "target", "advantage", "disadvantage", "luck", "modifiers", "action_number",
-                          "penalty_choice", "reposition", "path", "choose_fail", "percentile", "chance"),
+                          "penalty_choice", "reposition", "path", "choose_fail", "percentile", "chance",
+                          "mark_condition"),
     "charge": ("dice", "dots", "roll", "risk", "effect", "assist", "push", "tension"),
     "contract": ("dice", "difficulty"),
 }
@@ -112,7 +113,8 @@ ODDS_OPTIONS: dict[str, tuple[str, ...]] = {
     "contract": ("dice", "difficulty"),
 }
 
-_FLAG_NAMES = {"as_action": "--as-action", "action_number": "--action-number", "penalty_choice": "--penalty-choice", "choose_fail": "--choose-fail"}
+_FLAG_NAMES = {"as_action": "--as-action", "action_number": "--action-number", "penalty_choice": "--penalty-choice", "choose_fail": "--choose-fail",
+               "mark_condition": "--mark-condition"}
 
 
 def _flag(attr: str) -> str:
@@ -142,7 +144,8 @@ def _refuse(args: argparse.Namespace, names: Sequence[str], context: str) -> Non
 
 
 #: contingency-skill options of a three-dice skill check, beyond --dice and the advantage units.
-_SKILL_CHECK_ONLY = ("target", "luck", "modifiers", "action_number", "penalty_choice", "reposition", "path")
+_SKILL_CHECK_ONLY = ("target", "luck", "modifiers", "action_number", "penalty_choice", "reposition", "path",
+                     "mark_condition")
 
 
 def _check_options(args: argparse.Namespace, allowed: dict[str, tuple[str, ...]]) -> None:
@@ -216,6 +219,8 @@ def resolve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             kw["modifiers"] = _parse_modifiers(args.modifiers)
         if args.reposition:
             kw["reposition"] = True
+        if args.mark_condition:
+            kw["mark_condition"] = True
         if args.path is not None:
             kw["path"] = parse_faces("--path", args.path)
         if args.luck is not None:  # last: a bare face needs the result die of the rest
@@ -536,6 +541,8 @@ def register(subparsers: Any) -> None:
     r.add_argument("--reposition", action="store_true", help="contingency-skill: report movement points")
     r.add_argument("--path", help="contingency-skill: terrain modifiers of the zones on the way (0,1,0)")
     r.add_argument("--choose-fail", dest="choose_fail", action="store_true", help="contingency-skill: choose to fail")
+    r.add_argument("--mark-condition", dest="mark_condition", action="store_true",
+                   help="contingency-skill: the player marks a condition: a check failed by exactly one barely succeeds")
     r.add_argument("--percentile", help="contingency-skill: d100 as TENS,ONES (70,5), with --chance")
     r.add_argument("--risk", choices=("low", "moderate", "high"), help="charge: risk")
     r.add_argument("--effect", choices=("limited", "standard", "great"), help="charge: effect")

@@ -9,7 +9,9 @@ Readings are those of ../shared/RULES.md, section ``contingency-skill``:
   "Advantage and Disadvantage").
 - Success: result (+ luck die) >= target (seed 001 "Typical Difficulty Targets").
 - Failing by exactly one: the player may mark a condition to barely succeed (offered,
-  never applied; seed 001 "Failing By One").
+  never applied; seed 001 "Failing By One"). The GM takes the offer up with the param
+  ``mark_condition``: a check failed by exactly one is then a success, with a complication;
+  on any other check (or a percentile roll) it changes nothing.
 - Luck die: one luck point, the result die's size, face added to the result, counts for
   omens (seed 001 "Luck Dice").
 - Player omens per die (modified faces, luck die included): 8-9 -> 1, 10-11 -> 2, 12 -> 3
@@ -65,7 +67,7 @@ MOVE_COST = 2
 DEFAULTS: dict[str, Any] = {
     "target": 4, "advantage": 0, "disadvantage": 0, "modifiers": None, "luck": False,
     "action_number": 1, "penalty_choice": None, "reposition": False, "path": None,
-    "percentile": False, "chance": None,
+    "percentile": False, "chance": None, "mark_condition": False,
 }
 
 
@@ -321,8 +323,10 @@ def validate_params(params: Mapping[str, Any]) -> dict:
     ``action_number`` (1..6: the n-th action this round carries n-1 penalties),
     ``penalty_choice`` (None = the recommended way, or an index into the listed ways),
     ``reposition`` (bool: report movement points), ``path`` (terrain modifiers of the zones
-    on the way, start first), ``percentile`` (bool: a d100 roll) and ``chance`` (0..100, the
-    X of "X% chance"). Raises ValueError naming a bad key or value.
+    on the way, start first), ``percentile`` (bool: a d100 roll), ``chance`` (0..100, the
+    X of "X% chance") and ``mark_condition`` (bool: the player marks a condition to barely
+    succeed a check failed by exactly one, seed 001 "Failing By One"; set by the GM on the
+    recorded roll; changes nothing on any other roll). Raises ValueError naming a bad key or value.
     """
     check_unknown(SYSTEM, params, DEFAULTS)
     out = dict(DEFAULTS)
@@ -343,6 +347,7 @@ def validate_params(params: Mapping[str, Any]) -> dict:
     check_bool("percentile", out["percentile"])
     if out["chance"] is not None:
         check_int("chance", out["chance"], 0, 100)
+    check_bool("mark_condition", out["mark_condition"])
     return out
 
 
@@ -361,7 +366,10 @@ class SkillResolution(Resolution):
         target: the target difficulty; difficulty: its descriptor.
         margin: result - target.
         fail_by_one: failed by exactly one: the player may mark a condition to barely
-            succeed with a complication (offered, never applied).
+            succeed with a complication (offered, never applied unless asked for).
+        marked_condition: the player marked a condition (``mark_condition``) on a check failed
+            by exactly one: the outcome is ``success``, with a complication (seed 001
+            "Failing By One"). ``margin`` and ``fail_by_one`` still tell the roll as rolled.
         player_omens, gm_omens: from every die including the luck die.
         penalties: multiple-action penalties carried (action_number - 1).
         penalty_options: every legal way to apply them; penalty_applied: index of the one used;
@@ -381,6 +389,7 @@ class SkillResolution(Resolution):
     difficulty: str
     margin: int
     fail_by_one: bool
+    marked_condition: bool
     player_omens: int
     gm_omens: int
     penalties: int
@@ -451,6 +460,7 @@ def resolve(
     dice: Any = None, target: Any = 4, advantage: int = 0, disadvantage: int = 0, modifiers: Any = None,
     luck: Any = None, action_number: int = 1, penalty_choice: int | None = None, reposition: bool = False,
     path: Sequence[int] | None = None, choose_fail: bool = False, percentile: Any = None, chance: int | None = None,
+    mark_condition: bool = False,
 ) -> Resolution:
     """Resolve a skill check, a choice to fail, or a percentile roll (seeds 001/002).
 
@@ -467,6 +477,10 @@ def resolve(
         percentile: ``(tens, ones)`` d10 values (0..90 or 100 for a "100" face, counted 0;
             0..9 or 10 for "0"); needs ``chance``.
         chance: 0..100, the X of "X% chance".
+        mark_condition: the player marks a condition (seed 001 "Failing By One"): a check
+            failed by exactly one barely succeeds, with a complication (outcome ``success``,
+            omens unchanged); on any other check or a percentile roll it changes nothing but a
+            clause of the why. Not with ``choose_fail`` (nothing is rolled).
 
     Returns:
         :class:`SkillResolution`, :class:`ChooseToFailResolution` or :class:`PercentileResolution`.
@@ -478,9 +492,12 @@ def resolve(
     adv = check_int("advantage", advantage, 0, MAX_UNITS)
     dis = check_int("disadvantage", disadvantage, 0, MAX_UNITS)
     net = adv - dis
+    check_bool("mark_condition", mark_condition)
     if choose_fail:
         if dice is not None or luck is not None or percentile is not None:
             raise ValueError("choosing to fail rolls no dice; give no dice")
+        if mark_condition:
+            raise ValueError("choosing to fail rolls nothing: there is no check failed by one to mark a condition for")
         omens = choose_to_fail_omens(net)
         mode = "advantage" if net > 0 else "disadvantage" if net < 0 else "neither advantage nor disadvantage"
         return ChooseToFailResolution(
@@ -500,9 +517,11 @@ def resolve(
         tens = percentile_tens(percentile[0])
         ok = percentage_succeeds(result, chance)
         outcome = "success" if ok else "failure"
+        unmarked = ("no condition marked: a percentile roll has no failing by one",) if mark_condition else ()
         return PercentileResolution(
             system=SYSTEM, outcome=outcome,
-            why=(f"d100 {result} ({tens:02d} + {percentile[1] % 10})", f"{chance}% chance needs {100 - chance}+: {outcome}"),
+            why=(f"d100 {result} ({tens:02d} + {percentile[1] % 10})", f"{chance}% chance needs {100 - chance}+: {outcome}",
+                 *unmarked),
             effects=TableEffects(), tens=tens, ones=percentile[1] % 10, result=result,
             chance=chance, needed=100 - chance,
         )
@@ -562,11 +581,18 @@ def resolve(
         why.append(f"luck die {lkind} {lface}: result {result}")
     po, go = _omens(all_faces)
     success = result >= target
-    outcome = "success" if success else "failure"
-    why.append(f"{result} vs {target} ({difficulty_name(target)}): {outcome}")
     fail_by_one = result == target - 1
-    if fail_by_one:
-        why.append("failed by one: may mark a condition to barely succeed, with a complication")
+    marked = bool(mark_condition) and fail_by_one  # seed 001 "Failing By One": the player's choice, never silent
+    outcome = "success" if success or marked else "failure"
+    if marked:
+        why.append(f"{result} vs {target} ({difficulty_name(target)}): failed by one")
+        why.append("a condition marked: barely succeeds, with a complication")
+    else:
+        why.append(f"{result} vs {target} ({difficulty_name(target)}): {outcome}")
+        if fail_by_one:
+            why.append("failed by one: may mark a condition to barely succeed, with a complication")
+        elif mark_condition:
+            why.append("no condition marked: the check did not fail by one")
     if po or go:
         parts = []
         if po:
@@ -583,7 +609,7 @@ def resolve(
         system=SYSTEM, outcome=outcome, why=tuple(why), effects=TableEffects(gm_omens=go, player_omens=po, luck_spent=int(luck_pair is not None)),
         dice=rolled, modifiers=mods, faces=tuple(faces), net_advantage=net, result_die=result_kind,
         result_index=idx, luck=luck_pair, result=result, target=target, difficulty=difficulty_name(target),
-        margin=result - target, fail_by_one=fail_by_one, player_omens=po, gm_omens=go, penalties=penalties,
+        margin=result - target, fail_by_one=fail_by_one, marked_condition=marked, player_omens=po, gm_omens=go, penalties=penalties,
         penalty_options=tuple(options), penalty_applied=applied, penalty_recommended=recommended,
         movement_points=mp, zones_moved=zm, points_left=left,
     )
