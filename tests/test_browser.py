@@ -883,3 +883,44 @@ def test_gm_luck_die_typed_for_a_roll_lands_on_it_when_a_newer_roll_comes_in(ser
     page.click("#luck-add")
     page.wait_for_function("document.getElementById('msg').textContent.includes('luck die 6 added')", timeout=10_000)
     assert service.table.roll(first).result["result"] == 10 and service.table.roll(second).params["luck"] is False
+
+
+def test_gm_marks_a_condition_on_a_skill_check_failed_by_one(served, page):
+    """Seed 001 "Failing By One": the kit offers it, never applies it silently. On /gm the skill check
+    being corrected, failed by exactly one, shows "Player marks a condition: barely succeed"; it sets
+    ``mark_condition`` on that roll (a success now) and hides; undo brings the failure and the button
+    back. A roll not failed by one shows none; a picked older roll gets it, not the newest. On a small
+    phone's width."""
+    service, base = served
+    service.set_system("contingency-skill", {"target": 6})
+    service.reader = FakeReader(reading_of(("d6", 2), ("d8", 5), ("d10", 9)),  # middle d8 5 vs 6: failed by one
+                                reading_of(("d6", 2), ("d8", 3), ("d10", 9)))  # 3 vs 6: failed by three
+    roll_now(service)
+    first = service.state().last_roll.id
+    gm_login(page, base)
+    page.wait_for_selector("#mark-row:not([hidden])", timeout=10_000)
+    assert page.inner_text("#mark-condition") == "Player marks a condition: barely succeed"
+    assert f"roll #{first}" in page.inner_text("#mark-hint")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "gm-mark-condition.png"), full_page=True)
+    assert service.table.roll(first).outcome == "failure"  # offered only
+    page.click("#mark-condition")
+    page.wait_for_selector("#mark-row[hidden]", state="attached", timeout=10_000)
+    marked = service.table.roll(first)
+    assert (marked.outcome, marked.params["mark_condition"]) == ("success", True)
+    assert "a condition marked" in page.inner_text("#msg") and service.table.params["mark_condition"] is False
+    page.click("#undo")
+    page.wait_for_selector("#mark-row:not([hidden])", timeout=10_000)
+    assert service.table.roll(first).outcome == "failure"
+    roll_now(service)  # the newest roll, failed by three: no offer
+    second = service.state().last_roll.id
+    page.wait_for_function(f"document.getElementById('last-dice').dataset.roll === '{second}'", timeout=10_000)
+    page.wait_for_selector("#mark-row[hidden]", state="attached", timeout=10_000)
+    page.click(f"#recent button[data-roll='{first}']")  # the GM picks the older roll
+    page.wait_for_selector("#mark-row:not([hidden])", timeout=10_000)
+    page.click("#mark-condition")
+    page.wait_for_selector("#mark-row[hidden]", state="attached", timeout=10_000)
+    assert service.table.roll(first).outcome == "success" and service.table.roll(second).outcome == "failure"
+    assert service.table.roll(second).params["mark_condition"] is False
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

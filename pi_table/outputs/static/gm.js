@@ -98,6 +98,7 @@ async function refresh() {
   newest = s.last_roll; recent = rolls; lastRoll = roll;
   drawDice();
   drawLuck(s.luck_pending || null);
+  drawMarkCondition();
   drawRollParams();
 }
 
@@ -257,6 +258,24 @@ $("luck-read").onclick = () => {
 $("luck-cancel").onclick = () => {
   const id = luckPending && luckPending.roll;
   act(() => api("DELETE", `/api/rolls/${id}/luck`), `no longer waiting for roll #${id}'s luck die`);
+};
+
+// A skill check failed by exactly one (seed 001 "Failing By One"): the player may mark a condition to
+// barely succeed, with a complication. The kit only offers it; this button takes the offer up on the roll
+// the die fields show (PUT /api/rolls/<id>/params {"params": {"mark_condition": true}}); Undo takes it back.
+function drawMarkCondition() {
+  const roll = shownRoll, row = $("mark-row");
+  const offered = Boolean(roll) && roll.id !== null && roll.id !== undefined && roll.system === "contingency-skill"
+    && Boolean(roll.result && roll.result.fail_by_one) && !roll.result.marked_condition;
+  row.hidden = !offered;
+  if (!offered) return;
+  row.dataset.roll = roll.id;
+  $("mark-hint").textContent = `roll #${roll.id} failed by one: it succeeds, with a complication`;
+}
+$("mark-condition").onclick = () => {
+  const id = Number($("mark-row").dataset.roll);
+  act(() => api("PUT", `/api/rolls/${id}/params`, { params: { mark_condition: true } }),
+    `roll #${id}: a condition marked, it barely succeeds with a complication (Undo last change takes it back)`);
 };
 
 // Players: pick the roller, adjust momentum (seed 004) and luck points (seed 001), remove.
