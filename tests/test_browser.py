@@ -924,3 +924,39 @@ def test_gm_marks_a_condition_on_a_skill_check_failed_by_one(served, page):
     assert service.table.roll(first).outcome == "success" and service.table.roll(second).outcome == "failure"
     assert service.table.roll(second).params["mark_condition"] is False
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_gm_forces_a_pools_last_die_out_with_a_mark_or_a_tension_token(served, page):
+    """Seed 000 "Diminishing Resource Pools" (RULES.md contingency-pool: "the kit offers both as
+    actions"): on /gm a pool roll whose last die stayed shows "Player takes a mark" and "Spend a
+    tension token" (the second disabled, with a hint, while the GM has no token); each resolves the
+    roll being corrected again with that force: the die out, the pool empty, the token spent. Hidden
+    for a roll with no such offer. On a small phone's width."""
+    service, base = served
+    service.set_system("contingency-pool", {"pool": 1})
+    service.reader = FakeReader(reading_of(("d8", 3)))
+    roll_now(service)
+    roll = service.state().last_roll
+    assert roll.result["offers"]
+    gm_login(page, base)
+    page.wait_for_selector("#force:not([hidden])", timeout=10_000)
+    assert page.locator("#force-tension").is_disabled() and page.is_visible("#force-hint")  # no token yet
+    assert f"Roll #{roll.id}" in page.inner_text("#force-label")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.click("#give")
+    page.wait_for_selector("#force-tension:not([disabled])", timeout=10_000)
+    assert page.is_hidden("#force-hint") and page.evaluate("document.documentElement.scrollWidth") <= 390
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "gm-pool-force.png"), full_page=True)
+    page.click("#force-tension")
+    page.wait_for_selector("#force[hidden]", state="attached", timeout=10_000)  # forced: no offer left
+    forced = service.table.roll(roll.id)
+    assert (forced.result["forced"], forced.result["depleted"]) == ("tension", True)
+    assert service.state().tokens.tension == 0 and service.state().params["pool"] is None
+    assert "last die forced out" in page.inner_text("#msg")
+    page.click("#undo")
+    page.wait_for_selector("#force:not([hidden])", timeout=10_000)
+    assert service.state().tokens.tension == 1 and service.state().params["pool"] == 1
+    page.click("#force-mark")
+    page.wait_for_selector("#force[hidden]", state="attached", timeout=10_000)
+    assert service.table.roll(roll.id).result["forced"] == "mark" and service.state().tokens.tension == 1

@@ -219,7 +219,7 @@ words = (st.text(max_size=12) | st.integers(-10**6, 10**6).map(str) | st.integer
 SYSTEM_WORDS = st.sampled_from(["contingency-action", "contingency-pool", "contingency-skill", "charge", "contract"]) | st.text(max_size=10)
 RULE_OPTIONS = ["--dice", "--action", "--pressure", "--stat", "--pool", "--target", "--advantage", "--disadvantage", "--luck",
                 "--modifiers", "--action-number", "--chance", "--dots", "--roll", "--push", "--difficulty"]
-RESOLVE_ONLY = ["--drop", "--penalty-choice", "--path", "--percentile", "--risk"]
+RESOLVE_ONLY = ["--drop", "--force", "--penalty-choice", "--path", "--percentile", "--risk"]
 FLAGS = ["--json", "--as-action", "--assist", "--tension", "--reposition", "--choose-fail"]
 
 

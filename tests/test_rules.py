@@ -13,6 +13,8 @@ import pytest
 from pi_table import rules
 from pi_table.rules import charge, contract, skill
 from pi_table.rules import odds, odds_detail, resolve, resolve_dice, validate_params
+from pi_table.rules import DEFAULT_PARAMS, TableEffects
+from pi_table.rules.contingency import LAST_DIE_OFFERS
 
 
 # --------------------------------------------------------------------------- seed 000: action roll
@@ -141,6 +143,50 @@ def test_000_pool_single_die_offers():
     r = resolve("contingency-pool", dice=[3])
     assert r.offers == ("take a mark", "GM spends a tension token")
     assert resolve("contingency-pool", dice=[7]).offers == ()
+
+
+def test_000_pool_last_die_forced_out_by_a_mark_or_a_tension_token():
+    """Seed 000 "Diminishing Resource Pools" (RULES.md contingency-pool): a pool of one die whose die
+    is not removed: the player may take a mark, or the GM spend a tension token, to force it out. The
+    kit only offered it in a why line; ``force`` now applies it: the die is removed, the pool empty,
+    and for "tension" the effects spend one of the GM's tokens. The band is the roll's (no odds move)."""
+    for force, why, spent in (("mark", "last die forced out: the player takes a mark", 0),
+                              ("tension", "last die forced out: the GM spends a tension token", 1)):
+        r = resolve("contingency-pool", dice=[3], force=force)
+        assert (r.removed, r.remaining, r.depleted, r.no_removal, r.forced) == (1, 0, True, False, force)
+        assert r.offers == () and why in r.why and any("pool empty" in w for w in r.why)
+        assert r.outcome == "grim" and r.odds_params() == {"dice": 1, "action": False}
+        assert (r.effects.tension_spent, r.effects.net_tension, r.effects.tension_tokens) == (spent, -spent, 0)
+        assert r.to_json()["effects"]["tension_spent"] == spent
+        dice = resolve_dice("contingency-pool", [("d8", 3)], {"pool": 1, "force": force})
+        assert dice.depleted and dice.effects.tension_spent == spent
+    # not forced: the offer stays as it was
+    plain = resolve("contingency-pool", dice=[3])
+    assert plain.offers == LAST_DIE_OFFERS and plain.forced == "none" and plain.remaining == 1
+    assert plain.effects == resolve("contingency-pool", dice=[3], force="none").effects == TableEffects()
+
+
+@pytest.mark.parametrize("dice", [[7], [3, 2], [6, 7], [3, 8]])
+@pytest.mark.parametrize("force", ["mark", "tension"])
+def test_000_pool_force_where_no_last_die_stayed_changes_nothing_but_the_why(dice, force):
+    """``force`` on a roll whose offer does not apply (the last die left, or more dice rolled) changes
+    nothing but one why clause saying so; it never makes the roll invalid."""
+    plain, forced = resolve("contingency-pool", dice=dice), resolve("contingency-pool", dice=dice, force=force)
+    strip = lambda r: {k: v for k, v in r.to_json().items() if k != "why"}  # noqa: E731
+    assert strip(forced) == strip(plain) and forced.effects == TableEffects()
+    extra = [w for w in forced.why if w not in plain.why]
+    assert extra == [f"force {force}: no last die stayed to force out"]
+    assert resolve_dice("contingency-pool", [("d8", f) for f in dice], {"force": force}).outcome == plain.outcome
+
+
+def test_000_pool_force_bad_value_is_named():
+    for bad in ("bad", None, 1, True):
+        with pytest.raises(ValueError, match=f"force must be one of none, mark, tension; got {bad!r}"):
+            validate_params("contingency-pool", {"force": bad})
+        with pytest.raises(ValueError, match="force"):
+            resolve("contingency-pool", dice=[3], force=bad)
+    assert DEFAULT_PARAMS["contingency-pool"]["force"] == "none"
+    assert validate_params("contingency-pool", {})["force"] == "none"
 
 
 def test_000_pool_drop_recorded():

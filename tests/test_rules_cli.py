@@ -300,3 +300,22 @@ def test_count_errors_say_one_die_and_one_face_in_the_singular():
         resolve_dice("charge", dice(("d6", "6")), {"dots": 0})
     with pytest.raises(ValueError, match=r"^dice: 2 faces given, the pool is 1 die \(1 \+ 0 bonus\)$"):
         resolve_dice("charge", dice(("d6", "6"), ("d6", "5")), {"dots": 1})
+
+
+def test_resolve_pool_forces_its_last_die_out(cli):
+    """Seed 000 "Diminishing Resource Pools": ``--force mark|tension`` forces a last die that stayed
+    out of the pool (RULES.md contingency-pool: "the kit offers both as actions"); the text says who
+    paid; ``--force bad`` and ``--force`` on another system are one-line errors, exit 2."""
+    rc, out, _ = cli("resolve", "contingency-pool", "--dice", "3", "--force", "tension", "--json")
+    d = json.loads(out)
+    assert rc == 0 and (d["removed"], d["remaining"], d["depleted"], d["forced"]) == (1, 0, True, "tension")
+    assert d["effects"]["tension_spent"] == 1 and d["offers"] == []
+    assert "last die forced out: the GM spends a tension token" in d["why"]
+    rc, out, _ = cli("resolve", "contingency-pool", "--dice", "3", "--pool", "1", "--force", "mark")
+    assert rc == 0 and "last die forced out: the player takes a mark" in out
+    rc, out, _ = cli("resolve", "contingency-pool", "--dice", "7", "--force", "tension", "--json")
+    assert rc == 0 and json.loads(out)["effects"]["tension_spent"] == 0
+    for argv, named in ((("contingency-pool", "--dice", "3", "--force", "bad"), "'bad'"),
+                        (("contingency-action", "--action", "3", "--force", "mark"), "--force")):
+        rc, _, err = cli("resolve", *argv)
+        assert rc == 2 and named in err and len(err.strip().splitlines()) == 1, err

@@ -150,12 +150,59 @@ def test_a_counted_pool_diminishes_roll_by_roll(tmp_path):
     assert table.undo() and table.params["pool"] == 2  # undoing a token change leaves the pool as rolled
     table.set_system("contingency-pool", {"pool": 2, "drop": "effect"})
     second = table.record(d8s(3))  # one die dropped for greater effect, one rolled
-    assert second.outcome == "grim" and table.params == {"pool": 1, "drop": "none", "action": False}
+    assert second.outcome == "grim" and table.params == {"pool": 1, "drop": "none", "action": False, "force": "none"}
     unread = table.record(replace(d8s(7), dice=(replace(d8s(7).dice[0], status="unreadable", face="", value=0),)))
     assert unread.outcome == "reroll" and table.params["pool"] == 1  # nothing resolved: nothing moves
     table.correct_die(unread.id, 0, "7")
     assert table.roll(unread.id).result["depleted"] and table.params["pool"] is None  # empty: the GM sets the next
     assert table.undo() and table.params["pool"] == 1
+
+
+def test_the_gm_forces_a_pools_last_die_out_on_the_recorded_roll_and_undo_puts_it_back(tmp_path):
+    """Seed 000 "Diminishing Resource Pools" (RULES.md contingency-pool): the last die of a pool
+    stayed; the GM forces it out with the roll's params (PUT /api/rolls/<id>/params {"force": ...}).
+    The kit only offered it in a why line: the table's counted pool stayed at 1, no tension token was
+    spent, the pool was not depleted. Now "tension" spends one of the GM's tokens (never below 0: with
+    none, the why says so), "mark" spends none, the table's pool is empty (the GM sets the next), and
+    undo brings the die, the pool and the token back. Where no last die stayed, only the why changes."""
+    from pi_table.table.odds import odds_args
+
+    def d8s(*faces):
+        return Reading("t.jpg", 640, 640, 1.0, tuple(
+            Die("d8", str(f), f, (40.0 * i, 0.0, 40.0 * i + 30, 30.0), 0.99, "ok") for i, f in enumerate(faces)))
+
+    table = Table(tmp_path / "t.db", "contingency-pool", {"pool": 1})
+    table.add_tension(2)
+    roll = table.record(d8s(3))
+    assert roll.result["offers"] and table.params["pool"] == 1 and table.tokens.tension == 2
+    forced = table.set_roll_params(roll.id, {"force": "tension"})
+    assert (forced.result["depleted"], forced.result["remaining"], forced.result["forced"]) == (True, 0, "tension")
+    assert "last die forced out: the GM spends a tension token" in forced.why
+    assert table.tokens.tension == 1 and table.params["pool"] is None and table.params["force"] == "none"
+    assert forced.odds() == roll.odds()  # forcing the die out changes no odds
+    assert odds_args("contingency-pool", forced.params, ["d8"]) == {"dice": 1, "action": False}
+    marked = table.set_roll_params(roll.id, {"force": "mark"})  # the player takes a mark instead: the token back
+    assert marked.result["depleted"] and table.tokens.tension == 2 and table.params["pool"] is None
+    assert table.undo() and table.tokens.tension == 1 and table.roll(roll.id).result["forced"] == "tension"
+    assert table.undo() and table.tokens.tension == 2 and table.params["pool"] == 1
+    back = table.roll(roll.id)
+    assert back.result["offers"] and not back.result["depleted"] and back.params["force"] == "none"
+
+    table.add_tension(-2)  # the GM has no tension token left: none spent, the why says so
+    broke = table.set_roll_params(roll.id, {"force": "tension"})
+    assert table.tokens.tension == 0 and broke.result["depleted"] and table.params["pool"] is None
+    assert "the GM had 0 tension tokens for the 1 this roll spends" in broke.why
+    table.set_roll_params(roll.id, {"force": "none"})  # taken back: no token he never paid comes back
+    assert table.tokens.tension == 0 and table.params["pool"] == 1
+
+    table.add_tension(1)
+    table.set_system("contingency-pool", {"pool": 2})
+    two = table.record(d8s(3, 7))  # one die left: the offer does not apply to this roll
+    same = table.set_roll_params(two.id, {"force": "tension"})
+    assert (same.outcome, same.result["remaining"], same.result["forced"]) == (two.outcome, 1, "none")
+    assert "force tension: no last die stayed to force out" in same.why and table.tokens.tension == 1
+    assert {k: v for k, v in same.result.items() if k != "why"} == {k: v for k, v in two.result.items() if k != "why"}
+    assert table.params["pool"] == 1
 
 
 def test_a_corrected_face_is_stored_as_printed_and_odd_spellings_are_refused(tmp_path):

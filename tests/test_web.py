@@ -12,6 +12,7 @@ from pi_table import rules
 from pi_table.capture import Frame, SettledRoll
 from pi_table.service import Service, Settings
 from pi_table.outputs.web import create_app
+from pi_table.vision.dice import Die, Reading
 from tests.conftest import FakeReader, d6_reading
 
 PIN = "2468"
@@ -442,6 +443,41 @@ def test_a_rolls_params_are_set_after_the_roll_over_http_and_the_pages_get_the_r
     assert events[0].name == "roll" and events[0].data["params"]["push"] == "none"
     assert client.get("/api/state").get_json()["tokens"]["momentum"] == 2
     service.hub.unsubscribe(q)
+
+
+def test_the_gm_forces_a_pools_last_die_out_over_http(tmp_path, mock_pins):
+    """Seed 000 "Diminishing Resource Pools" (RULES.md contingency-pool: "the kit offers both as
+    actions"): GET /api/systems lists the pool's ``force`` param; PUT /api/rolls/<id>/params
+    {"params": {"force": "tension"}} on a pool roll whose last die stayed forces it out: the GM's
+    tension token is spent, the counted pool is empty; a bad value is 400 naming it, nothing changed;
+    undo brings the die, the pool and the token back."""
+    reading = Reading("p.jpg", 64, 64, 1.0, (Die("d8", "3", 3, (0.0, 0.0, 8.0, 8.0), 0.99, "ok"),))
+    svc = Service(Settings(state_dir=tmp_path, pin=PIN, system="contingency-pool"), reader=FakeReader(reading))
+    try:
+        client = create_app(svc).test_client()
+        assert client.get("/api/systems").get_json()["contingency-pool"]["params"]["force"] == "none"
+        assert client.put("/api/system", json={"system": "contingency-pool", "params": {"pool": 1}},
+                          headers=AUTH).status_code == 200
+        assert client.post("/api/tokens/tension", json={"delta": 1}, headers=AUTH).status_code == 200
+        roll = svc.handle(settled())
+        assert roll.result["offers"] and client.get("/api/state").get_json()["params"]["pool"] == 1
+        url = f"/api/rolls/{roll.id}/params"
+        before = client.get("/api/state").get_json()
+        resp = client.put(url, json={"params": {"force": "bad"}}, headers=AUTH)
+        assert resp.status_code == 400 and "'bad'" in resp.get_json()["error"] and "force" in resp.get_json()["error"]
+        assert client.get("/api/state").get_json() == before
+        resp = client.put(url, json={"params": {"force": "tension"}}, headers=AUTH)
+        assert resp.status_code == 200, resp.get_json()
+        got = resp.get_json()
+        assert got["result"]["depleted"] and got["result"]["effects"]["tension_spent"] == 1
+        assert "last die forced out: the GM spends a tension token" in got["why"]
+        state = client.get("/api/state").get_json()
+        assert state["tokens"]["tension"] == 0 and state["params"]["pool"] is None
+        assert client.post("/api/undo", headers=AUTH).get_json()["undone"]
+        state = client.get("/api/state").get_json()
+        assert state["tokens"]["tension"] == 1 and state["params"]["pool"] == 1 and state["last_roll"]["result"]["offers"]
+    finally:
+        svc.close()
 
 
 def test_a_luck_die_is_added_or_awaited_over_http(tmp_path, mock_pins):

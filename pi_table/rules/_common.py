@@ -32,6 +32,8 @@ class TableEffects:
         luck_spent: luck points the roller spends (seed 001 "Luck Dice": 1 per luck die).
         assist_momentum: momentum the assisting teammate spends (seed 004 "Assist": 1), not
             the roller's; the table takes it from the teammate the GM picked to assist.
+        tension_spent: tension tokens the GM spends on the roll (seed 000 "Diminishing Resource
+            Pools": one to force a pool's last die out; RULES.md ``contingency-pool``).
     All are non-negative integers.
     """
 
@@ -42,15 +44,21 @@ class TableEffects:
     momentum_spent: int = 0
     luck_spent: int = 0
     assist_momentum: int = 0
+    tension_spent: int = 0
 
     @property
     def net_momentum(self) -> int:
         """Momentum the roller ends the roll with, less what it started with: gained less spent."""
         return self.momentum - self.momentum_spent
 
+    @property
+    def net_tension(self) -> int:
+        """The change to the GM's tension tokens: gained less spent (may be negative)."""
+        return self.tension_tokens - self.tension_spent
+
     def to_json(self) -> dict:
         """``{"tension_tokens", "gm_omens", "player_omens", "momentum", "momentum_spent", "luck_spent",
-        "assist_momentum"}``, all int."""
+        "assist_momentum", "tension_spent"}``, all int."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

@@ -80,7 +80,8 @@ def resolve(system: str, **options: Any) -> Resolution:
 
     - ``contingency-action``: ``action=[8, 8, 8]``, ``pressure=[6, 6, 2]``, ``stat=N|None``.
     - ``contingency-pool``: ``dice=[6, 2, 8, 1]``, ``drop="none"|"effect"|"consequence"``,
-      ``action`` (the roll performs an action: band of the highest die), ``pool`` (expected count).
+      ``action`` (the roll performs an action: band of the highest die), ``pool`` (expected count),
+      ``force="none"|"mark"|"tension"`` (a last die that stayed forced out).
     - ``contingency-skill``: ``dice=[("d6", 5), ("d4", 4), ("d10", 9)]``, ``target=5``,
       ``advantage``, ``disadvantage``, ``modifiers``, ``luck=("d6", 3)``, ``action_number``,
       ``penalty_choice``, ``reposition``, ``path``, ``mark_condition`` (a check failed by
@@ -101,7 +102,7 @@ def resolve(system: str, **options: Any) -> Resolution:
         pressure = options.get("pressure")
         return contingency.resolve_action(options.get("action", ()), () if pressure is None else pressure, options.get("stat"))
     if system == "contingency-pool":
-        check_unknown(system, options, ("dice", "drop", "pool", "action"))
+        check_unknown(system, options, ("dice", "drop", "pool", "action", "force"))
         dice = options.get("dice", ())
         if options.get("pool") is not None:
             contingency.validate_pool_params({"pool": options["pool"]})
@@ -109,7 +110,8 @@ def resolve(system: str, **options: Any) -> Resolution:
             if len(tuple(dice)) != rolled:
                 dropped = " less the one dropped" if rolled != options["pool"] else ""
                 raise ValueError(f"pool of {plural(options['pool'], 'die', 'dice')}{dropped}, but {plural(len(tuple(dice)), 'face')} given")
-        return contingency.resolve_pool(dice, options.get("drop", "none"), options.get("action", False))
+        return contingency.resolve_pool(dice, options.get("drop", "none"), options.get("action", False),
+                                        options.get("force", "none"))
     if system == "contingency-skill":
         check_unknown(system, options, ("dice", "target", "advantage", "disadvantage", "modifiers", "luck",
                                         "action_number", "penalty_choice", "reposition", "path",
@@ -155,7 +157,7 @@ def resolve_dice(system: str, dice: Sequence[tuple[str, int]], params: Mapping[s
 
     Routing: contingency-action: d8 action dice, d6 pressure dice (``stat`` 0 = zero-dice
     rule with the two d8; ``stat``/``pressure`` given = the counts expected);
-    contingency-pool: d8; charge: d6 (``dots`` 0 = zero dice); contract: d10 (10 counts 10);
+    contingency-pool: d8 (``force``: a last die that stayed forced out); charge: d6 (``dots`` 0 = zero dice); contract: d10 (10 counts 10);
     contingency-skill: three dice d4..d12 in reading order, plus the luck die as the 4th die
     when ``luck`` is true; or a d10-tens and a d10 for a percentile roll (needs ``chance``;
     the ones d10 read as 10 counts 0). ``mark_condition`` (the GM's, set on the recorded roll)
@@ -178,7 +180,7 @@ def resolve_dice(system: str, dice: Sequence[tuple[str, int]], params: Mapping[s
         if rolled is not None and len(faces) != rolled:
             dropped = " (one dropped before the roll)" if p["drop"] != "none" else ""
             raise ValueError(f"pool of {p['pool']} d8{dropped}: {rolled} expected, {len(faces)} read")
-        return contingency.resolve_pool(faces, p["drop"], p["action"])
+        return contingency.resolve_pool(faces, p["drop"], p["action"], p["force"])
     if system == "charge":
         return charge.resolve(by_kind.get("d6", []), p["dots"], p["roll"], p["risk"], p["effect"],
                               p["assist"], p["push"], p["tension"])

@@ -95,7 +95,7 @@ def _bool_word(name: str, text: str) -> bool:
 #: Options of ``resolve`` each system accepts (attribute names of the parsed args).
 RESOLVE_OPTIONS: dict[str, tuple[str, ...]] = {
     "contingency-action": ("action", "pressure", "stat"),
-    "contingency-pool": ("dice", "drop", "pool", "as_action"),
+    "contingency-pool": ("dice", "drop", "pool", "as_action", "force"),
     "contingency-skill": ("dice", "target", "advantage", "disadvantage", "luck", "modifiers", "action_number",
                           "penalty_choice", "reposition", "path", "choose_fail", "percentile", "chance",
                           "mark_condition"),
@@ -187,6 +187,8 @@ def resolve_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             kw["pool"] = parse_int("--pool", args.pool)
         if args.as_action:
             kw["action"] = True
+        if args.force is not None:
+            kw["force"] = args.force
     elif system == "contingency-skill":
         # RULES.md contingency-skill: choosing to fail rolls nothing (only the net advantage
         # counts); a percentile roll is a d100 against --chance; --chance is only that X.
@@ -537,6 +539,8 @@ def register(subparsers: Any) -> None:
     r = subparsers.add_parser("resolve", help="apply a ruleset to faces typed in by hand")
     _common(r, odds_mode=False)
     r.add_argument("--drop", choices=("none", "effect", "consequence"), help="contingency-pool: a die dropped before the roll")
+    r.add_argument("--force", choices=("none", "mark", "tension"),
+                   help="contingency-pool: force a last die that stayed out (the player takes a mark, or the GM spends a tension token)")
     r.add_argument("--penalty-choice", dest="penalty_choice", help="contingency-skill: which listed penalty option to apply")
     r.add_argument("--reposition", action="store_true", help="contingency-skill: report movement points")
     r.add_argument("--path", help="contingency-skill: terrain modifiers of the zones on the way (0,1,0)")

@@ -51,8 +51,18 @@ DROPS: tuple[str, ...] = ("none", "effect", "consequence")
 #: What the kit offers when the last die of a pool stays (seed 000, RULES.md).
 LAST_DIE_OFFERS: tuple[str, ...] = ("take a mark", "GM spends a tension token")
 
+#: Pool "force" choices (seed 000, RULES.md ``contingency-pool``): whether the last die that stayed
+#: is forced out, and how: not at all, the player takes a mark, or the GM spends a tension token.
+FORCES: tuple[str, ...] = ("none", "mark", "tension")
+
+#: The why line of a last die forced out, per :data:`FORCES` choice.
+FORCED_WHY: dict[str, str] = {
+    "mark": "last die forced out: the player takes a mark",
+    "tension": "last die forced out: the GM spends a tension token",
+}
+
 ACTION_DEFAULTS: dict[str, Any] = {"stat": None, "pressure": None}
-POOL_DEFAULTS: dict[str, Any] = {"pool": None, "drop": "none", "action": False}
+POOL_DEFAULTS: dict[str, Any] = {"pool": None, "drop": "none", "action": False, "force": "none"}
 
 _NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
@@ -295,11 +305,14 @@ class PoolResolution(Resolution):
         drop: "none", "effect" (one die dropped before rolling for greater effect) or
             "consequence" (dropped at the cost of a consequence).
         pool_before: dice in the pool before the roll (rolled + dropped).
-        removed: dice removed by the roll (faces 6+).
+        removed: dice removed by the roll (faces 6+), plus the last die when it was forced out.
         remaining: dice left in the pool after the roll.
         no_removal: no die was removed: the GM applies a secondary effect / minor consequence.
-        offers: for a last die that stayed: "take a mark" or "GM spends a tension token"
-            to force its removal (offered, never applied by the kit).
+        offers: for a last die that stayed and was not forced out: "take a mark" or "GM spends
+            a tension token" to force its removal (the ``force`` param applies one).
+        forced: how the last die that stayed was forced out (``force``): "mark" (the player
+            takes a mark), "tension" (the GM spends one tension token: ``effects.tension_spent``)
+            or "none" (not forced, or there was no such die to force out).
         depleted: the pool is empty: the event occurs / the resource is gone.
         action: the pool roll is used to perform an action (seed 000: "the same resolution
             mechanics apply to the outcome as if it were a standard action roll").
@@ -322,15 +335,17 @@ class PoolResolution(Resolution):
     deciding_die: int
     critical_levels: int
     action: bool = False
+    forced: str = "none"
 
     def odds_params(self) -> dict:
-        return {"dice": len(self.dice), "action": self.action}
+        return {"dice": len(self.dice), "action": self.action}  # forcing the last die out changes no odds
 
 
 def validate_pool_params(params: Mapping[str, Any]) -> dict:
     """Table parameters of contingency-pool: ``pool`` (expected d8 count, 1..20, or None = as
-    read), ``drop`` (one of :data:`DROPS`) and ``action`` (bool: the roll performs an action,
-    so its band is the highest die). Raises ValueError naming a bad key or value."""
+    read), ``drop`` (one of :data:`DROPS`), ``action`` (bool: the roll performs an action,
+    so its band is the highest die) and ``force`` (one of :data:`FORCES`: a last die that
+    stays is forced out by a mark or a tension token). Raises ValueError naming a bad key or value."""
     check_unknown(POOL, params, POOL_DEFAULTS)
     out = dict(POOL_DEFAULTS)
     out.update(params)
@@ -338,6 +353,7 @@ def validate_pool_params(params: Mapping[str, Any]) -> dict:
         check_int("pool", out["pool"], 1, MAX_DICE)
     check_choice("drop", out["drop"], DROPS)
     check_bool("action", out["action"])
+    check_choice("force", out["force"], FORCES)
     return out
 
 
@@ -353,7 +369,7 @@ def pool_read(faces: Sequence[int], action: bool) -> tuple[int, int, int]:
     return read_d8s(stay, False)
 
 
-def resolve_pool(dice: Sequence[int], drop: str = "none", action: bool = False) -> PoolResolution:
+def resolve_pool(dice: Sequence[int], drop: str = "none", action: bool = False, force: str = "none") -> PoolResolution:
     """Resolve a roll of a diminishing resource pool (seed 000 "Diminishing Resource Pools";
     RULES.md ``contingency-pool``).
 
@@ -362,24 +378,36 @@ def resolve_pool(dice: Sequence[int], drop: str = "none", action: bool = False) 
         drop: one of :data:`DROPS`: whether one die was dropped before the roll and why.
         action: the roll performs an action: the band is the highest die (RULES.md). Else
             the band is read from the dice that stay (see :class:`PoolResolution`).
+        force: one of :data:`FORCES`. Where the offer applies (one die rolled and it stayed),
+            "mark" or "tension" forces it out: removed 1, remaining 0, depleted; "tension"
+            spends one GM tension token (``effects.tension_spent``). Elsewhere it changes
+            nothing but a why clause saying there was no last die to force out. The band
+            is the roll's either way (forcing changes no odds).
 
     Raises:
-        ValueError: a face off the d8, a count out of range, an unknown drop choice.
+        ValueError: a face off the d8, a count out of range, an unknown drop or force choice.
     """
     faces = check_faces("dice", dice, 8, 1, MAX_DICE)
     check_choice("drop", drop, DROPS)
     check_bool("action", action)
+    check_choice("force", force, FORCES)
     dropped = 0 if drop == "none" else 1
     removed = sum(1 for f in faces if f >= 6)
     remaining = len(faces) - removed
     index, deciding, eights = pool_read(faces, action)
     outcome, levels, _ = band_of(index)
     offers = LAST_DIE_OFFERS if len(faces) == 1 and removed == 0 else ()
+    forced = force if offers and force != "none" else "none"
 
     why = []
     if dropped:
         why.append("one die dropped before the roll" + (" for greater effect" if drop == "effect" else " at the cost of a consequence"))
     why.append(f"{plural(removed, 'die', 'dice')} at 6+ removed, {remaining} left")
+    if forced != "none":
+        offers, removed, remaining = (), 1, 0
+        why.append(FORCED_WHY[forced])
+    elif force != "none":
+        why.append(f"force {force}: no last die stayed to force out")
     if remaining == 0:
         why.append("pool empty: the event occurs / the resource is depleted")
     elif removed == 0:
@@ -388,6 +416,8 @@ def resolve_pool(dice: Sequence[int], drop: str = "none", action: bool = False) 
         why.append("last die stayed: take a mark, or the GM spends a tension token, to remove it")
     if action:
         head = "as an action: "
+    elif forced != "none":
+        head = "the die forced out: "
     elif remaining:
         head = "highest die left in the pool: "
     else:
@@ -397,10 +427,10 @@ def resolve_pool(dice: Sequence[int], drop: str = "none", action: bool = False) 
     else:
         why.append(f"{head}{deciding}, {outcome}")
     return PoolResolution(
-        system=POOL, outcome=outcome, why=tuple(why), effects=TableEffects(),
+        system=POOL, outcome=outcome, why=tuple(why), effects=TableEffects(tension_spent=int(forced == "tension")),
         dice=faces, drop=drop, pool_before=len(faces) + dropped, removed=removed, remaining=remaining,
         no_removal=removed == 0, offers=offers, depleted=remaining == 0, deciding_die=deciding,
-        critical_levels=levels, action=action,
+        critical_levels=levels, action=action, forced=forced,
     )
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pi_table import rules
+from pi_table.rules._common import plural
 from pi_table.table.odds import odds_future, roll_odds
 from pi_table.vision.dice import Die, Reading, parse_face
 
@@ -278,14 +279,17 @@ def _result_json(result: dict, why, effects: "rules.TableEffects", player: dict 
     return json.dumps(data)
 
 
-def _applied_json(momentum: int = 0, luck: int = 0, assister_momentum: int = 0, table_momentum: int = 0) -> dict:
+def _applied_json(momentum: int = 0, luck: int = 0, assister_momentum: int = 0, table_momentum: int = 0,
+                  tension_spent: int = 0) -> dict:
     """What a roll really did to players' points, after the 0..MAX_POINTS clamp (a player short of
     points pays what they have; one at MAX_POINTS gains nothing): the signed change to the roller's
     ``momentum`` and ``luck``, to the assister's ``assister_momentum`` (seed 004 "Assist") and to the
     table-level ``table_momentum`` (a roll with no roller; never below 0), all int (spent:
-    negative). A correction takes back these, not the effects' nominal amounts."""
+    negative); and ``tension_spent``, the tension tokens the GM really spent on it (seed 000: a
+    pool's last die forced out; 0 where the GM had none), non-negative. A correction takes back
+    these, not the effects' nominal amounts."""
     return {"momentum": momentum, "luck": luck, "assister_momentum": assister_momentum,
-            "table_momentum": table_momentum}
+            "table_momentum": table_momentum, "tension_spent": tension_spent}
 
 
 def _clamp_points(points: int) -> int:
@@ -304,15 +308,24 @@ def _assist_why(assister: dict | None, effects: "rules.TableEffects") -> tuple[s
     return (f"{assister['name']} assists: {cost} momentum",)
 
 
+def _tension_short(have: int, effects: "rules.TableEffects") -> tuple[str, ...]:
+    """A why line when a roll spends more tension tokens than the GM has (``have``, with what
+    the roll gains): he spends what he has, the tokens never go below 0."""
+    if effects.tension_spent <= have:
+        return ()
+    return (f"the GM had {plural(have, 'tension token')} for the {effects.tension_spent} this roll spends",)
+
+
 def pool_after(system: str, params: dict, result: dict) -> dict | None:
     """The table's params for the next roll after a resolved ``contingency-pool`` roll whose
     params count the pool (``pool``): the dice left in it (None once it is empty: the GM sets
-    the next pool), and no die dropped (a drop is chosen before each roll). None when nothing
+    the next pool), no die dropped (a drop is chosen before each roll) and no last die forced
+    out (``force``: chosen for a roll, after it). None when nothing
     changes: another system, an uncounted pool, or a roll not resolved (seed 000 "Diminishing
     Resource Pools": every roll rolls the dice that remain; RULES.md ``contingency-pool``)."""
     if system != "contingency-pool" or params.get("pool") is None or "remaining" not in result:
         return None
-    return {**params, "pool": result["remaining"] or None, "drop": "none"}
+    return {**params, "pool": result["remaining"] or None, "drop": "none", "force": "none"}
 
 
 def resolve_reading(system: str, params: dict, reading: Reading) -> tuple[str, dict, tuple[str, ...], "rules.TableEffects"]:
@@ -482,10 +495,10 @@ class Table:
 
     @staticmethod
     def _apply(tokens: Tokens, effects: "rules.TableEffects", momentum: bool = True) -> Tokens:
-        """Tokens plus a roll's effects (momentum: gained less spent), never below 0;
+        """Tokens plus a roll's effects (tension, momentum: gained less spent), never below 0;
         ``momentum=False`` leaves the table-level momentum alone (it went to a player)."""
         return Tokens(
-            tension=max(0, tokens.tension + effects.tension_tokens),
+            tension=max(0, tokens.tension + effects.net_tension),
             gm_omens=max(0, tokens.gm_omens + effects.gm_omens),
             momentum=max(0, tokens.momentum + effects.net_momentum) if momentum else tokens.momentum,
         )
@@ -627,6 +640,8 @@ class Table:
         why += _assist_why(helper, effects)
         held = self.tokens
         tokens = self._apply(held, effects, momentum=roller is None)
+        have = held.tension + effects.tension_tokens  # the GM's tension tokens to spend on the roll
+        why += _tension_short(have, effects)
         following = pool_after(system, params, result)
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
@@ -640,7 +655,7 @@ class Table:
                 self._add_points(assister.id, change)
             why += short
             payload = _result_json(result, why, effects, who, helper,
-                                   _applied_json(*paid, assisted, tokens.momentum - held.momentum))
+                                   _applied_json(*paid, assisted, tokens.momentum - held.momentum, have - tokens.tension))
             cur = self._db.execute(
                 "INSERT INTO rolls (t, system, params, reading, outcome, result, image) VALUES (?,?,?,?,?,?,?)",
                 (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
@@ -809,6 +824,11 @@ class Table:
         playing it leaves the table's pool at the dice left under the new params, as a corrected
         face does (:func:`pool_after`).
 
+        A pool roll whose last die stayed (its result's ``offers``) takes ``{"force": "mark"}`` or
+        ``{"force": "tension"}`` (seed 000 "Diminishing Resource Pools"): the die is forced out, the
+        pool is empty, and "tension" spends one of the GM's tension tokens (never below 0: with none,
+        none is spent and the roll's why says so); undo gives it back.
+
         Raises:
             KeyError: no such roll. ValueError: params not a mapping, or a key or value the
                 roll's system does not take (named); nothing changes then.
@@ -943,9 +963,14 @@ class Table:
         applied = dict(paid)  # a player removed since: what the roll did to them stays
         to_table = owner is None and roll.player is not None  # its roller removed since: the difference, as before
         held = self.tokens
-        # in one step, never below 0: a token the roll gave that the GM has spent since is not given again
+        # the GM's tension tokens with the old roll's gains taken back and what it spent given back, plus the
+        # new gains: in one step, never below 0 (a token the roll gave that the GM has spent since is not given
+        # again); the new resolution spends from these what he has (seed 000: a pool's last die forced out)
+        have = max(0, held.tension - old_effects.tension_tokens + paid["tension_spent"] + effects.tension_tokens)
+        applied["tension_spent"] = min(effects.tension_spent, have)
+        why += _tension_short(have, effects)
         tokens = Tokens(
-            tension=max(0, held.tension - old_effects.tension_tokens + effects.tension_tokens),
+            tension=have - applied["tension_spent"],
             gm_omens=max(0, held.gm_omens - old_effects.gm_omens + effects.gm_omens),
             momentum=max(0, held.momentum - old_effects.net_momentum + effects.net_momentum) if to_table else held.momentum)
         if roll.player is None:  # the table-level momentum gets back what the roll really gave or took
@@ -992,7 +1017,7 @@ class Table:
         by_roller = roll.player is not None
         return None, _applied_json(effects.net_momentum if by_roller else 0, -effects.luck_spent if by_roller else 0,
                                    -effects.assist_momentum if roll.assister else 0,
-                                   0 if by_roller else effects.net_momentum)
+                                   0 if by_roller else effects.net_momentum, effects.tension_spent)
 
     def _rewrite_roll(self, roll_id: int, reading: Reading, params: dict, outcome: str, result_json: str) -> None:
         """Store a recorded roll's dice, params and resolution anew, inside the caller's transaction

@@ -44,6 +44,7 @@ function fill(el, value) {
 // shownRoll: the roll the die fields show, which "Apply to roll #N" acts on too; it is lastRoll
 // but while the GM types in the fields of an older roll (drawDice holds them there).
 let lastRoll = null, shownRoll = null, newest = null, picked = null, recent = [], refreshes = 0;
+let tension = 0;  // the GM's tension tokens, as the last state showed them (the force buttons)
 // Picking a system fills the parameters field with that system's own keys: the table's
 // parameters for the table's system, a new table's for another (GET /api/systems).
 let table = { system: null, params: {} }, systems = {};
@@ -74,7 +75,7 @@ async function refresh() {
   const [s, rolls] = await Promise.all([fetch("/api/state").then((r) => r.json()),
     fetch(`/api/rolls?limit=${RECENT}`).then((r) => (r.ok ? r.json() : [])).catch(() => [])]);
   const t = s.tokens;
-  $("tension").textContent = t.tension;
+  $("tension").textContent = t.tension; tension = t.tension;
   $("omens").textContent = t.gm_omens;
   $("fail-row").hidden = s.system !== "contingency-skill";
   $("tokens").textContent = `tension ${t.tension} · GM omens ${t.gm_omens} · momentum ${t.momentum}`;
@@ -100,6 +101,7 @@ async function refresh() {
   drawLuck(s.luck_pending || null);
   drawMarkCondition();
   drawRollParams();
+  drawForce();
 }
 
 // Recent rolls, newest first: number, outcome band and dice; tapping one makes it the roll the
@@ -164,7 +166,31 @@ function drawDice() {
   }
   note.hidden = !(roll && roll.id !== null && !roll.dice.length);
   if (!note.hidden) note.textContent = `Roll #${roll.id} has no die left (${roll.outcome}): Undo last change brings the last one back.`;
+  drawForce();
   drawRecent();
+}
+
+// A resource pool's last die that stayed (seed 000 "Diminishing Resource Pools"; the result's
+// offers): the player takes a mark, or the GM spends a tension token (disabled when he has none),
+// to force it out: the roll being corrected resolved again with {"force": ...} (PUT
+// /api/rolls/<id>/params); hidden for any other roll.
+function drawForce() {
+  const roll = shownRoll, row = $("force");
+  const offered = Boolean(roll) && roll.id !== null && roll.id !== undefined && roll.system === "contingency-pool"
+    && Boolean(roll.result) && (roll.result.offers || []).length > 0;
+  row.hidden = !offered;
+  if (!offered) return;
+  row.dataset.roll = roll.id;
+  $("force-label").textContent = `Roll #${roll.id}: the last die stayed. Force it out:`;
+  $("force-tension").disabled = tension <= 0;
+  $("force-hint").hidden = tension > 0;
+}
+for (const [id, how, what] of [["force-mark", "mark", "the player takes a mark"], ["force-tension", "tension", "a tension token spent"]]) {
+  $(id).onclick = () => {
+    const roll = Number($("force").dataset.roll);
+    act(() => api("PUT", `/api/rolls/${roll}/params`, { params: { force: how } }),
+      `roll #${roll}: last die forced out, ${what} (Undo last change takes it back)`);
+  };
 }
 
 // The kinds a die of this roll may be set to, where its system reads more than one (GET /api/systems):
