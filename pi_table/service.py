@@ -27,7 +27,7 @@ from pi_table.capture import RollSettler, SettledRoll, open_source
 from pi_table.capture.sources import DEMO_DIR
 from pi_table.outputs.events import Event, EventHub
 from pi_table.outputs.gpio import Panel, PinConfig
-from pi_table.rules import KINDS_BY_SYSTEM, validate_params  # which die kinds each system reads from the tray
+from pi_table.rules import KINDS_BY_SYSTEM, validate_table_params  # which die kinds each system reads from the tray
 from pi_table.table import Roll, StateConflict, Table, TableState
 from pi_table.table.state import START_MOMENTUM
 from pi_table.vision.dice import Reading
@@ -814,7 +814,7 @@ def _serve(args) -> int:
     if args.interval is not None:
         settings.interval_s = _check_setting("interval_s", args.interval, "--interval")
     settings.check()
-    settings.params = validate_params(settings.system, settings.params)  # a bad system is exit 2, new table or not
+    settings.params = validate_table_params(settings.system, settings.params)  # a bad system is exit 2, new table or not
     from pi_table.outputs.web import check_address, install_stop_handlers, listen, serve_forever
 
     check_address(settings.host, int(settings.port))  # a busy port: one line, before pins, camera and PIN

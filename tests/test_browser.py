@@ -960,3 +960,27 @@ def test_gm_forces_a_pools_last_die_out_with_a_mark_or_a_tension_token(served, p
     page.click("#force-mark")
     page.wait_for_selector("#force[hidden]", state="attached", timeout=10_000)
     assert service.table.roll(roll.id).result["forced"] == "mark" and service.state().tokens.tension == 1
+
+
+def test_gm_applies_parameters_to_a_roll_with_a_luck_die_and_keeps_it(served, page):
+    """"Apply to roll #N" sends the parameters field, which holds the next rolls' values (``luck``
+    false): on a skill check with a luck die added after the roll it made the 4-die check expect 3
+    dice ("invalid"). The keys a roll's own after-the-roll controls set (GET /api/systems
+    "after_roll") now stay as the roll has them: the target changes, the luck die stays."""
+    service, base = served
+    service.set_system("contingency-skill", {"target": 9})
+    service.reader = FakeReader(reading_of(("d6", 2), ("d8", 4), ("d10", 9)))
+    roll_now(service)
+    roll = service.state().last_roll
+    service.add_luck_die(roll.id, "5")  # 4 + 5 = 9: success at 9
+    gm_login(page, base)
+    page.wait_for_selector("#roll-params:not([disabled])", timeout=10_000)
+    page.wait_for_function("document.getElementById('roll-params-note').textContent.includes('\"luck\":true')",
+                           timeout=10_000)
+    assert '"luck":false' in page.input_value("#params")  # the next rolls' parameters
+    page.fill("#params", page.input_value("#params").replace('"target":9', '"target":10'))
+    page.click("#roll-params")
+    page.wait_for_function("document.getElementById('roll-params-note').textContent.includes('\"target\":10')",
+                           timeout=10_000)
+    fixed = service.table.roll(roll.id)
+    assert (fixed.outcome, fixed.params["luck"], fixed.params["target"], fixed.result["result"]) == ("failure", True, 10, 9)

@@ -282,10 +282,33 @@ def test_systems_lists_each_systems_bands_and_starting_params(client):
     systems = client.get("/api/systems").get_json()
     assert list(systems) == list(rules.SYSTEMS)
     assert systems["contract"] == {"bands": ["botch", "failure", "partial", "complete", "exceptional"],
-                                   "params": {"difficulty": 6, "dice": None}, "kinds": ["d10"]}
+                                   "params": {"difficulty": 6, "dice": None}, "kinds": ["d10"], "after_roll": []}
+    assert systems["contingency-skill"]["after_roll"] == ["luck", "mark_condition"]
+    assert systems["contingency-pool"]["after_roll"] == ["force"]
     for name, entry in systems.items():
         resp = client.put("/api/system", json={"system": name, "params": entry["params"]}, headers=AUTH)
         assert resp.status_code == 200 and resp.get_json()["params"] == entry["params"], name
+
+
+def test_an_offer_taken_up_after_a_roll_is_not_set_for_the_next_rolls(client, service):
+    """Failing by one (seed 001) and a pool's last die forced out (seed 000) are offers the GM takes
+    up on a recorded roll (RULES.md: never applied silently). Set for the next rolls, every roll they
+    fit would take them up without the player choosing: PUT /api/system refuses them (400 naming the
+    key, nothing changed), as does a new table or serve's --system params; left at their defaults
+    they pass."""
+    from pi_table.table import Table
+
+    before = client.get("/api/state").get_json()
+    for system, params, key in (("contingency-skill", {"mark_condition": True}, "mark_condition"),
+                                ("contingency-pool", {"force": "tension"}, "force")):
+        resp = client.put("/api/system", json={"system": system, "params": params}, headers=AUTH)
+        assert resp.status_code == 400 and resp.get_json()["error"].startswith(key), resp.get_json()
+        with pytest.raises(ValueError, match=key):
+            Table(":memory:", system, params)
+    assert client.get("/api/state").get_json() == before
+    resp = client.put("/api/system", json={"system": "contingency-pool", "params": {"force": "none", "pool": 3}},
+                      headers=AUTH)
+    assert resp.status_code == 200
 
 
 def test_gm_spends_and_gives_omens_and_a_player_chooses_to_fail(client, service):

@@ -121,11 +121,13 @@ SPEC: dict = {
         "/api/systems": {"get": {
             "summary": "every system, in RULES.md's order: {id: {\"bands\": worst first, \"params\": the "
                        "parameters a table of it starts with (the keys PUT /api/system takes), \"kinds\": the "
-                       "die kinds it reads}}",
+                       "die kinds it reads, \"after_roll\": the parameters a recorded roll's own after-the-roll "
+                       "actions set (a luck die, a condition marked, a pool's last die forced out)}}",
             "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
                 "type": "object", "additionalProperties": {"type": "object", "properties": {
                     "bands": {"type": "array", "items": {"type": "string"}}, "params": {"type": "object"},
-                    "kinds": {"type": "array", "items": {"type": "string"}}}}}}}}}}},
+                    "kinds": {"type": "array", "items": {"type": "string"}},
+                    "after_roll": {"type": "array", "items": {"type": "string"}}}}}}}}}}},
         "/api/rolls": {"get": {
             "summary": "rolls, newest first",
             "parameters": [{"name": "limit", "in": "query", "required": False,

@@ -168,13 +168,16 @@ def create_app(service) -> Flask:
     @app.get("/api/systems")
     def systems():
         """Every system of the kit (RULES.md), in order: ``{id: {"bands": [...], "params": {...},
-        "kinds": [...]}}``, bands worst first, the parameters a table of it starts with (their keys
-        are the ones ``PUT /api/system`` takes) and the die kinds it reads. The /gm page fills its
+        "kinds": [...], "after_roll": [...]}}``, bands worst first, the parameters a table of it starts
+        with (their keys are the ones ``PUT /api/system`` takes), the die kinds it reads, and the
+        parameters a recorded roll's own after-the-roll actions set (:data:`pi_table.rules.AFTER_ROLL_PARAMS`:
+        "Apply to roll #N" leaves them as the roll has them). The /gm page fills its
         parameters field and its die kind menus from it."""
         from pi_table import rules
 
         return jsonify({s: {"bands": list(rules.BANDS[s]), "params": rules.DEFAULT_PARAMS[s],
-                            "kinds": list(rules.KINDS_BY_SYSTEM[s])} for s in rules.SYSTEMS})
+                            "kinds": list(rules.KINDS_BY_SYSTEM[s]),
+                            "after_roll": list(rules.AFTER_ROLL_PARAMS.get(s, ()))} for s in rules.SYSTEMS})
 
     @app.get("/")
     def viewer():

@@ -14,6 +14,7 @@ Pure Python (``fractions``, ``math``), no third-party import: safe on the Pi and
 
 from pi_table.rules._common import OddsDetail, Resolution, TableEffects
 from pi_table.rules.api import (
+    AFTER_ROLL_PARAMS,
     BANDS,
     DEFAULT_PARAMS,
     KINDS_BY_SYSTEM,
@@ -24,9 +25,11 @@ from pi_table.rules.api import (
     resolve,
     resolve_dice,
     validate_params,
+    validate_table_params,
 )
 
 __all__ = [
-    "BANDS", "DEFAULT_PARAMS", "KINDS_BY_SYSTEM", "SYSTEMS", "OddsDetail", "Resolution", "TableEffects",
+    "AFTER_ROLL_PARAMS", "BANDS", "DEFAULT_PARAMS", "KINDS_BY_SYSTEM", "SYSTEMS", "OddsDetail", "Resolution", "TableEffects",
     "check_system", "odds", "odds_detail", "resolve", "resolve_dice", "validate_params",
+    "validate_table_params",
 ]

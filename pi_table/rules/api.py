@@ -58,6 +58,33 @@ def check_system(system: Any) -> str:
     return system
 
 
+#: Offers a recorded roll takes up on the GM's word after the roll (RULES.md: "the kit offers it, never applies it
+#: silently"): set on that roll (``PUT /api/rolls/<id>/params``, their buttons on /gm), never for the next rolls
+#: (:func:`validate_table_params`): a skill check failed by one barely succeeds (seed 001 "Failing By One"), a pool's
+#: last die is forced out (seed 000).
+OFFERS_TAKEN_UP: dict[str, tuple[str, ...]] = {"contingency-skill": ("mark_condition",), "contingency-pool": ("force",)}
+#: Parameters a recorded roll's own after-the-roll actions set: the offers above, and a skill check's luck die
+#: (seed 001 "Luck Dice"). The /gm page's "Apply to roll #N" leaves them as the roll has them.
+AFTER_ROLL_PARAMS: dict[str, tuple[str, ...]] = {"contingency-skill": ("luck", "mark_condition"),
+                                                 "contingency-pool": ("force",)}
+
+
+def validate_table_params(system: str, params: Mapping[str, Any]) -> dict:
+    """:func:`validate_params` for the parameters of the next rolls (a table's, ``PUT /api/system``):
+    an offer taken up after a roll (:data:`OFFERS_TAKEN_UP`) is refused there unless it is left at
+    its default, or every roll it fits would take it up without the player choosing.
+
+    Raises:
+        ValueError: as :func:`validate_params`, or such an offer set (named).
+    """
+    out = validate_params(system, params)
+    for key in OFFERS_TAKEN_UP.get(system, ()):
+        if out[key] != DEFAULT_PARAMS[system][key]:
+            raise ValueError(f"{key} {out[key]!r} is taken up on a recorded roll (PUT /api/rolls/<id>/params, or its "
+                             f"button on the GM page), not set for the next rolls")
+    return out
+
+
 def validate_params(system: str, params: Mapping[str, Any]) -> dict:
     """The table parameters of ``system`` with defaults filled in and every value checked.
 

@@ -400,7 +400,7 @@ class Table:
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
             if self._get("system") is None:
-                self._write_settings(system, rules.validate_params(system, params or {}), Tokens())
+                self._write_settings(system, rules.validate_table_params(system, params or {}), Tokens())
             self._system_cache = (self.system, self.params)
         except sqlite3.Error as exc:
             self._db.close()
@@ -674,8 +674,9 @@ class Table:
         self._db.execute("INSERT INTO changes (t, what, before) VALUES (?,?,?)", (time.time(), what, json.dumps(before)))
 
     def set_system(self, system: str, params: dict | None = None) -> TableState:
-        """Choose the system and parameters for the next rolls. ValueError on bad input."""
-        params = rules.validate_params(system, params or {})
+        """Choose the system and parameters for the next rolls. ValueError on bad input, and for an
+        offer taken up on a recorded roll only (:func:`pi_table.rules.validate_table_params`)."""
+        params = rules.validate_table_params(system, params or {})
         with self._lock, self._db:
             self._db.execute("BEGIN IMMEDIATE")
             self._log_change("system")

@@ -389,7 +389,11 @@ $("set-system").onclick = () => act(async () => {
 $("roll-params").onclick = () => {
   const id = shownRoll && shownRoll.id;
   act(async () => {
-    await api("PUT", `/api/rolls/${id}/params`, { params: JSON.parse($("params").value || "{}") });
+    // the keys the roll's own after-the-roll controls set (its luck die, a condition marked, a pool's last die
+    // forced out: GET /api/systems "after_roll") stay as the roll has them: the field holds the next rolls' values
+    const params = JSON.parse($("params").value || "{}");
+    for (const key of (systems[shownRoll.system] || {}).after_roll || []) delete params[key];
+    await api("PUT", `/api/rolls/${id}/params`, { params });
   }, `roll #${id} resolved again with these parameters (Undo last change takes it back; "Use for next rolls" sets them for the next rolls too)`);
 };
 
