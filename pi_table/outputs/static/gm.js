@@ -1,6 +1,8 @@
-// GM control page: PIN login (session cookie + CSRF token), tokens, scene, system, corrections
-// (a die's face and kind, a false die removed, the parameters a roll is resolved under, a skill
-// check's luck die) of the newest roll or of one the GM picks from the recent rolls.
+// GM control page: PIN login (session cookie + CSRF token), tokens, scene, system, players (the
+// roller, the teammate who assists, a new session), corrections (a die's face and kind, a false die
+// removed, the parameters a roll is resolved under) and the offers taken up after a roll (a skill
+// check's luck die, a condition marked on a check failed by one, a pool's last die forced out), on
+// the newest roll or on one the GM picks from the recent rolls.
 "use strict";
 const $ = (id) => document.getElementById(id);
 const RECENT = 10;  // rolls listed to pick from (GET /api/rolls?limit=RECENT)
