@@ -42,7 +42,8 @@ scalars = (st.none() | st.booleans() | st.integers() | st.integers(-3, 12)
            | st.sampled_from(["", "5", "0", "00", "70", "d6", "charge", "contract", "-1", "1e309", "NaN", "\x00", "é", " 5 "]))
 json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
                            max_leaves=10)
-FIELDS = ["system", "params", "delta", "face", "kind", "name", "momentum", "luck", "player", "pin", "difficulty", "risk", "dots"]
+FIELDS = ["system", "params", "delta", "face", "kind", "name", "momentum", "luck", "player", "pin", "difficulty", "risk", "dots",
+          "dice", "force", "mark_condition", "target", "pool"]
 bodies = st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=12), json_values, max_size=4) | json_values
 path_values = (st.integers(-5, 5) | st.integers(min_value=2**31) | st.integers(min_value=2**63 - 2, max_value=2**70)
                | st.text(max_size=20) | st.sampled_from(["1", "01", "1.5", "-1", "0x10", "%00", "..", "1/2", " 1"]))
@@ -53,21 +54,45 @@ def settled(n: int = 0) -> SettledRoll:
     return SettledRoll(Frame(image=image, t=0.0, index=n, name=f"roll{n}.jpg", settled=True), 0.0, 1.0)
 
 
+def skill_reading():
+    """A contingency-skill check's three dice (d6 2, d8 5, d10 9: the d8 is the result die)."""
+    from pi_table.vision.dice import Die, Reading
+
+    return Reading("skill.jpg", 640, 640, 1.0, tuple(
+        Die(k, str(v), v, (10.0 + 50 * i, 10.0, 50.0 + 50 * i, 50.0), 0.99, "ok")
+        for i, (k, v) in enumerate((("d6", 2), ("d8", 5), ("d10", 9)))))
+
+
+def pool_reading():
+    """A contingency-pool roll of one d8 that stays (3): its last die may be forced out."""
+    from pi_table.vision.dice import Die, Reading
+
+    return Reading("pool.jpg", 640, 640, 1.0, (Die("d8", "3", 3, (10.0, 10.0, 50.0, 50.0), 0.99, "ok"),))
+
+
 @contextmanager
 def table(tmp_path_factory):
-    """A service with two recorded rolls and one player, and its app's test client."""
+    """A service with four recorded rolls (two Charge rolls; a skill check failed by one, which takes
+    a luck die and a condition marked; a pool roll whose last die stayed, which may be forced out),
+    two players (one the roller) and its app's test client; the table plays Charge."""
     from gpiozero import Device
     from gpiozero.pins.mock import MockFactory
 
     old = Device.pin_factory
     Device.pin_factory = MockFactory()
     svc = Service(Settings(state_dir=tmp_path_factory.mktemp("fuzz"), pin=PIN, system="charge"),
-                  reader=FakeReader(d6_reading(6, 4, 2), d6_reading(3, 1)))
+                  reader=FakeReader(d6_reading(6, 4, 2), d6_reading(3, 1), skill_reading(), pool_reading()))
     try:
         svc.handle(settled(0))
         svc.handle(settled(1))
-        if hasattr(svc, "add_player"):
-            svc.add_player("Ada")
+        ada = svc.add_player("Ada", luck=3)
+        svc.add_player("Bo")
+        svc.set_roller(ada.id)
+        svc.set_system("contingency-skill", {"target": 6})
+        svc.handle(settled(2))
+        svc.set_system("contingency-pool", {"pool": 1})
+        svc.handle(settled(3))
+        svc.set_system("charge", {"assist": True})
         yield svc, create_app(svc).test_client()
     finally:
         svc.close()
@@ -145,7 +170,7 @@ def test_gm_endpoints_survive_any_body(shared, data):
             path, method = data.draw(st.sampled_from(gm_operations()), label="operation")
             vals = {}
             for name in re.findall(r"{(\w+)}", path):
-                vals[name] = data.draw(path_values | st.integers(0, 3), label=name)
+                vals[name] = data.draw(path_values | st.integers(0, 5), label=name)
             url = path.format(**{k: quote(str(v), safe="") for k, v in vals.items()})
             raw = data.draw(st.booleans(), label="raw body")
             body = data.draw(st.text(max_size=40) if raw else bodies, label="body")
