@@ -159,6 +159,32 @@ def test_openapi_describes_every_api_route(tmp_path_factory):
         assert described - routes == set(), "described but not served"
 
 
+def test_openapi_schemas_name_every_key_served(tmp_path_factory):
+    """Every key of a served Roll (a skill check with a luck die added after it, one with a condition
+    marked, a pool roll forced out, a roll with a roller and an assister), State (a luck die awaited)
+    and Player is a property of its schema in the description (a Roll's ``odds`` was served, not
+    described)."""
+    schemas = SPEC["components"]["schemas"]
+    with table(tmp_path_factory) as (svc, client):
+        skill, pool = svc.table.rolls(2)[1].id, svc.table.rolls(1)[0].id
+        assert client.put(f"/api/rolls/{skill}/params", json={"params": {"mark_condition": True}}, headers=AUTH).status_code == 200
+        assert client.put(f"/api/rolls/{pool}/params", json={"params": {"force": "mark"}}, headers=AUTH).status_code == 200
+        assert client.put("/api/assister", json={"player": 2}, headers=AUTH).status_code == 200
+        svc.reader = FakeReader(d6_reading(4, 2))
+        svc.handle(settled(4))  # Charge with the assist: Ada rolls, Bo assists
+        assert client.post(f"/api/rolls/{skill}/luck", json={}, headers=AUTH).status_code == 200  # awaited
+        state = client.get("/api/state").get_json()
+        assert client.post(f"/api/rolls/{skill}/luck", json={"face": "1"}, headers=AUTH).status_code == 200
+        rolls = client.get("/api/rolls").get_json()
+        assert any(len(r["dice"]) == 4 for r in rolls)
+        assert state["luck_pending"] and rolls[0]["assist_by"] and rolls[0]["player"]
+        assert set(state) <= set(schemas["State"]["properties"]), set(state) - set(schemas["State"]["properties"])
+        for roll in rolls:
+            assert set(roll) <= set(schemas["Roll"]["properties"]), set(roll) - set(schemas["Roll"]["properties"])
+        for player in state["players"]:
+            assert set(player) <= set(schemas["Player"]["properties"])
+
+
 # -- GM endpoints -------------------------------------------------------------------------------
 @FUZZ
 @given(data=st.data())

@@ -252,6 +252,12 @@ SPEC: dict = {
                 "outcome": {"type": "string"}, "result": {"type": "object"},
                 "why": {"type": "array", "items": {"type": "string"}},
                 "image_url": {"type": "string", "nullable": True}, "saved": {"type": "boolean"},
+                "odds": {"type": "object", "nullable": True,
+                         "description": "the exact chance of each outcome band for this roll, worst band first: "
+                                        "{band: {\"p\": float, \"exact\": \"n/d\"}}; null where there is none "
+                                        "(a re-roll, an invalid roll) or while slow odds are still being computed",
+                         "additionalProperties": {"type": "object", "properties": {
+                             "p": {"type": "number"}, "exact": {"type": "string"}}}},
                 "player": {"type": "object", "nullable": True, "description": "{id, name} of the roller"},
                 "assist_by": {"type": "object", "nullable": True,
                               "description": "{id, name} of the teammate who assisted (Charge) and paid 1 momentum"}}},
