@@ -885,6 +885,36 @@ def test_gm_luck_die_typed_for_a_roll_lands_on_it_when_a_newer_roll_comes_in(ser
     assert service.table.roll(first).result["result"] == 10 and service.table.roll(second).params["luck"] is False
 
 
+def test_gm_luck_die_typed_and_left_stays_on_its_roll(served, page):
+    """A luck die's face typed for skill check #1 and left there (the GM tapped elsewhere before
+    "add") holds the controls on roll #1, as a die's face typed and left does: the luck control went
+    on to roll #2 when it came in, the "6" still in it, and "add" put the die on roll #2. Tapping
+    another roll in the recent rolls moves the controls to it with the field empty."""
+    service, base = served
+    service.set_system("contingency-skill", {"target": 9})
+    service.reader = FakeReader(reading_of(("d6", 2), ("d8", 4), ("d10", 9)), reading_of(("d6", 5), ("d8", 1), ("d10", 3)))
+    roll_now(service)
+    first = service.state().last_roll.id
+    gm_login(page, base)
+    page.wait_for_selector("#luck:not([hidden])", timeout=10_000)
+    page.fill("#luck-face", "6")
+    page.evaluate("document.activeElement.blur()")  # typed, not added, and left
+    roll_now(service)
+    second = service.state().last_roll.id
+    page.wait_for_selector(f"#recent button[data-roll='{second}']", timeout=10_000)
+    assert page.get_attribute("#luck", "data-roll") == str(first) and page.input_value("#luck-face") == "6"
+    assert f"roll #{first}" in page.inner_text("#correcting")
+    page.click(f"#recent button[data-roll='{second}']")  # the GM picks the newer roll: the face typed goes
+    page.wait_for_function(f"document.getElementById('luck').dataset.roll === '{second}'", timeout=10_000)
+    assert page.input_value("#luck-face") == "" and page.locator("#last-dice form.fix input").count() == 3
+    page.click(f"#recent button[data-roll='{first}']")
+    page.wait_for_function(f"document.getElementById('luck').dataset.roll === '{first}'", timeout=10_000)
+    page.fill("#luck-face", "6")
+    page.click("#luck-add")
+    page.wait_for_function("document.getElementById('msg').textContent.includes('luck die 6 added')", timeout=10_000)
+    assert service.table.roll(first).result["result"] == 10 and service.table.roll(second).params["luck"] is False
+
+
 def test_gm_marks_a_condition_on_a_skill_check_failed_by_one(served, page):
     """Seed 001 "Failing By One": the kit offers it, never applies it silently. On /gm the skill check
     being corrected, failed by exactly one, shows "Player marks a condition: barely succeed"; it sets

@@ -136,6 +136,7 @@ function drawRecent() {
 function pick(id) {
   picked = newest && id === newest.id ? null : id;
   $("last-dice").replaceChildren(); delete $("last-dice").dataset.roll;
+  $("luck-face").value = "";  // a luck die's face typed for the roll shown before goes too
   refresh();
 }
 $("to-newest").onclick = () => pick(null);
@@ -265,6 +266,9 @@ function drawLuck(pending) {
     && !roll.params.luck && !["reroll", "invalid"].includes(roll.outcome);
   form.hidden = !takes;
   if (takes) {
+    // drawn for another roll: the field starts empty (fill: a face typed in it and left holds the
+    // controls on this roll, as a die's does, drawDice)
+    if (form.dataset.roll !== String(roll.id)) fill($("luck-face"), "");
     form.dataset.roll = roll.id;
     $("luck-label").textContent = `Luck die (${kind})`;
     $("luck-face").setAttribute("aria-label", `roll #${roll.id}'s luck die (${kind}) face`);
