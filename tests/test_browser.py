@@ -829,6 +829,25 @@ def test_gm_picks_who_assists_a_charge_roll_and_the_viewer_names_them(served, pa
     assert page.inner_text("#by") == "Ana's roll · Bo assists"
 
 
+def test_gm_menus_fit_a_small_phone_with_long_player_names(served, page):
+    """The "Who assists" menu is as wide as its longest option: two players with names of 37 and 38
+    characters (40 are allowed) made it 445 px wide, and the GM page scrolled sideways on a 390-px
+    phone. The menus stay inside the page (the system menu too, on a 320-px phone)."""
+    service, base = served
+    service.set_system("charge", {"assist": True})
+    service.add_player("Alexandra Konstantinopoulou-Vanderbilt")
+    service.add_player("Maximiliane Wolkenstein-Oberndorferin")
+    gm_login(page, base)
+    page.wait_for_selector("#assister-row:not([hidden])", timeout=10_000)
+    page.wait_for_function("document.querySelectorAll('#assister option').length === 3", timeout=10_000)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    box = page.locator("#assister").bounding_box()
+    assert box["x"] + box["width"] <= 390
+    page.set_viewport_size({"width": 320, "height": 568})
+    page.wait_for_timeout(100)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 320
+
+
 def test_gm_adds_a_skill_checks_luck_die_typed_or_read_from_the_tray(served, page):
     """Seed 001 "Luck Dice": after the result the player may roll one die of the result die's size.
     On /gm the skill check being corrected offers "Luck die (d8)": "read it from the tray" has the
