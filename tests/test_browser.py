@@ -829,6 +829,40 @@ def test_gm_picks_who_assists_a_charge_roll_and_the_viewer_names_them(served, pa
     assert page.inner_text("#by") == "Ana's roll · Bo assists"
 
 
+def test_gm_applies_parameters_to_a_counted_pool_roll_and_keeps_its_pool(served, page):
+    """After a counted pool's roll the table's parameters, which the field holds, are the next roll's:
+    the dice it left, no die dropped. "Apply to roll #N" sent them: setting ``action`` on a roll of
+    a pool of 4 that dropped one die (3 d8 read) made it a pool of 2 with no drop, "invalid" (and the
+    table's pool went back to the roll's). The roll keeps its own pool and drop now, unless the GM
+    types another pool or drop in the field (then both go as typed)."""
+    service, base = served
+    service.set_system("contingency-pool", {"pool": 4, "drop": "effect"})
+    service.reader = FakeReader(reading_of(("d8", 6), ("d8", 2), ("d8", 1)))
+    roll_now(service)
+    roll = service.state().last_roll
+    assert roll.outcome == "grim" and service.state().params["pool"] == 2 and service.state().params["drop"] == "none"
+    gm_login(page, base)
+    page.wait_for_selector("#roll-params:not([disabled])", timeout=10_000)
+    assert json.loads(page.input_value("#params"))["pool"] == 2  # the next roll's
+    page.fill("#params", page.input_value("#params").replace('"action":false', '"action":true'))
+    page.click("#roll-params")
+    page.wait_for_function("document.getElementById('roll-params-note').textContent.includes('\"action\":true')",
+                           timeout=10_000)
+    fixed = service.table.roll(roll.id)
+    assert fixed.outcome != "invalid", fixed.why
+    assert (fixed.params["pool"], fixed.params["drop"], fixed.params["action"]) == (4, "effect", True)
+    assert service.state().params["pool"] == 2 and service.state().params["drop"] == "none"
+    page.click("#undo")
+    page.wait_for_function("document.getElementById('roll-params-note').textContent.includes('\"action\":false')",
+                           timeout=10_000)
+    page.fill("#params", '{"pool": 3, "drop": "none"}')  # typed: sent (3 d8 read, none dropped: the pool was 3)
+    page.click("#roll-params")
+    page.wait_for_function("document.getElementById('roll-params-note').textContent.includes('\"pool\":3')",
+                           timeout=10_000)
+    fixed = service.table.roll(roll.id)
+    assert (fixed.params["pool"], fixed.params["drop"], fixed.outcome) == (3, "none", "grim")
+
+
 def test_gm_menus_fit_a_small_phone_with_long_player_names(served, page):
     """The "Who assists" menu is as wide as its longest option: two players with names of 37 and 38
     characters (40 are allowed) made it 445 px wide, and the GM page scrolled sideways on a 390-px

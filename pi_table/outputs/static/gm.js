@@ -399,6 +399,14 @@ $("roll-params").onclick = () => {
     // forced out: GET /api/systems "after_roll") stay as the roll has them: the field holds the next rolls' values
     const params = JSON.parse($("params").value || "{}");
     for (const key of (systems[shownRoll.system] || {}).after_roll || []) delete params[key];
+    // a pool roll's "pool" and "drop" there are the next roll's too (the dice a counted pool's roll left, no die
+    // dropped): the roll keeps its own, unless the GM typed another pool or drop than the page put in the field
+    // (then both go as the field has them)
+    if (shownRoll.system === "contingency-pool") {
+      const put = $("system").value === table.system && filled.has($("params"))
+        ? JSON.parse(filled.get($("params"))) : (systems[shownRoll.system] || {}).params || {};
+      if (params.pool === put.pool && params.drop === put.drop) { delete params.pool; delete params.drop; }
+    }
     await api("PUT", `/api/rolls/${id}/params`, { params });
   }, `roll #${id} resolved again with these parameters (Undo last change takes it back; "Use for next rolls" sets them for the next rolls too)`);
 };
