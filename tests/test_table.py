@@ -332,6 +332,30 @@ def test_a_false_die_taken_out_of_the_newest_pool_roll_moves_the_pool(tmp_path):
     assert table.undo() and table.roll(roll.id).outcome == "invalid" and table.params["pool"] == 4
 
 
+def test_undoing_a_correction_leaves_the_pool_a_newer_roll_moved(tmp_path):
+    """Seed 000 "Diminishing Resource Pools": undoing a correction of a pool roll put the table's params
+    back as they were at the correction, even where a roll recorded since had moved the pool: the pool
+    a newer roll had emptied came back at 3 dice, and the next roll of the 0 dice left was "invalid".
+    Now undo puts back only the pool the correction itself moved, and only while no roll moved it since."""
+    table = Table(tmp_path / "t.db", "contingency-pool", {"pool": 5})
+    first = table.record(kinds_reading(("d8", 6), ("d8", 5), ("d8", 8), ("d8", 2), ("d8", 3)))
+    assert (first.result["remaining"], table.params["pool"]) == (3, 3)
+    table.correct_die(first.id, 3, "4")  # a face misread; still 3 left
+    second = table.record(kinds_reading(("d8", 6), ("d8", 7), ("d8", 8)))
+    assert second.result["depleted"] and table.params["pool"] is None
+    assert table.undo() and table.roll(first.id).reading.dice[3].face == "2"
+    assert table.params["pool"] is None  # as the newer roll left it
+
+    table.set_system("contingency-pool", {"pool": 3})
+    third = table.record(kinds_reading(("d8", 6), ("d8", 5), ("d8", 2)))
+    assert table.params["pool"] == 2
+    table.correct_die(third.id, 1, "7")  # the newest roll: the pool follows it (1 left)
+    assert table.params["pool"] == 1
+    fourth = table.record(kinds_reading(("d8", 8)))
+    assert fourth.result["depleted"] and table.params["pool"] is None
+    assert table.undo() and table.params["pool"] is None  # the newer roll's pool stays
+
+
 def test_the_contracts_difficulty_set_after_the_roll_resolves_it_again_and_undo_puts_it_back(tmp_path):
     """The GM forgot to set difficulty 8 before the roll: set on the roll afterwards, the roll is
     resolved again under it (7 and 6 no longer succeed); the table's own params for the next rolls

@@ -998,6 +998,8 @@ class Table:
             if assist:
                 self._add_points(helper.id, assist)
                 extra["assister_points"] = [helper.id, assist]
+            # the table's params as this correction leaves them: undo puts them back only while no roll moved them since
+            extra["params_after"] = self.params if following is None else following
             self._log_change(what, extra, tokens_after=tokens)
             if following is not None:
                 self._put_setting("params", following)
@@ -1059,8 +1061,10 @@ class Table:
                     now, after = self.tokens.to_json(), before["tokens_after"]
                     tokens = {k: max(0, now[k] + tokens[k] - after[k]) for k in tokens}
                 settings = {"tokens": tokens}
-                if what == "system" or what in CORRECTIONS or "tokens_after" not in before:
-                    # a token change leaves the system and params as they are now (a pool roll may have moved them)
+                # a token change leaves the system and params as they are now (a pool roll may have moved them), and
+                # so does a correction once a roll recorded since moved the table's pool (logged since it is)
+                moved = what in CORRECTIONS and before.get("params_after", self.params) != self.params
+                if what == "system" or (what in CORRECTIONS and not moved) or "tokens_after" not in before:
                     settings.update(system=before["system"], params=before["params"])
                 for key, value in settings.items():
                     self._put_setting(key, value)
