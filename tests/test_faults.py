@@ -13,6 +13,7 @@ import time
 import urllib.request
 
 import numpy as np
+import pytest
 
 from pi_table.capture import Frame
 from pi_table.outputs.events import Event, EventHub
@@ -124,6 +125,31 @@ def test_full_disk_keeps_rolls_in_memory(tmp_path):
     table._db.execute("PRAGMA max_page_count = 1000000")
     assert table.flush()
     assert len(table.rolls(100)) == 40
+
+
+def test_a_gm_change_waits_for_the_rolls_kept_in_memory_before_it(tmp_path):
+    """Rolls kept in memory (a full disk) were written by the next record or flush that could, resolved,
+    paid and attributed as the table was THEN: a GM change that went through meanwhile (a small settings
+    write fits where a roll does not) re-attributed them, e.g. Ana's roll, assisted by Bo, went to Cy,
+    assisted by Ana. Now a GM change first writes the rolls before it; while they cannot be written it
+    is refused (sqlite3.OperationalError: HTTP 503 "try again"), and nothing changes."""
+    table = Table(tmp_path / "t.db", "charge", {"assist": True}, timeout_s=0.1)
+    ana, bo, cy = (table.add_player(name) for name in ("Ana", "Bo", "Cy"))
+    table.set_roller(ana.id)
+    table.set_assister(bo.id)
+    pages = table._db.execute("PRAGMA page_count").fetchone()[0]
+    table._db.execute(f"PRAGMA max_page_count = {pages}")  # the database cannot grow: as a full disk
+    rolls = [table.record(d6_reading(5, 4, 4, 4, 4, 4, 4, 4, name=f"r{i}.jpg")) for i in range(40)]
+    assert table.pending > 0 and rolls[-1].id is None
+    with pytest.raises(sqlite3.OperationalError, match="kept in memory"):
+        table.set_roller(cy.id)
+    with pytest.raises(sqlite3.OperationalError, match="kept in memory"):
+        table.add_tension(1)
+    assert (table.roller, table.assister, table.tokens.tension) == (ana.id, bo.id, 0)
+    table._db.execute("PRAGMA max_page_count = 1000000")
+    table.set_roller(cy.id)  # the rolls before it are written first, as Ana's, assisted by Bo
+    assert table.pending == 0 and table.roller == cy.id and len(table.rolls(100)) == 40
+    assert {(r.player["name"], r.assist_by["name"]) for r in table.rolls(100)} == {("Ana", "Bo")}
 
 
 def test_a_database_gone_corrupt_keeps_rolls_in_memory(tmp_path, monkeypatch):

@@ -374,7 +374,8 @@ class Table:
 
     A roll that cannot be written (database locked, disk full) is kept in memory, in
     order, and written by the next :meth:`record` or :meth:`flush` that can; ``pending``
-    says how many wait.
+    says how many wait. A GM change writes them first, and is refused (sqlite3.OperationalError)
+    while they cannot be written: they are resolved and paid as the table was when rolled.
 
     Raises:
         ValueError: unknown system or bad parameters.
@@ -629,6 +630,21 @@ class Table:
             self.last_error = None
             return True
 
+    def _flush_first(self) -> None:
+        """Write the rolls kept in memory before a GM change: they came first, so they are resolved,
+        paid and attributed as the table was when they were rolled (a roller, assister, system or
+        params changed meanwhile would take them over otherwise). Call it under the lock before the
+        change reads anything.
+
+        Raises:
+            sqlite3.OperationalError: they cannot be written yet (the disk still full, the database
+                locked); the change is refused and nothing changes (the web answers 503 "try again").
+        """
+        if not self.flush():
+            raise sqlite3.OperationalError(
+                f"{len(self._pending)} roll(s) kept in memory cannot be written yet ({self.last_error}): "
+                "a GM change waits for the rolls before it")
+
     def _insert(self, reading: Reading, image: str | None, t: float) -> Roll:
         system, params = self.system, self.params
         self._system_cache = (system, params)
@@ -678,6 +694,7 @@ class Table:
         offer taken up on a recorded roll only (:func:`pi_table.rules.validate_table_params`)."""
         params = rules.validate_table_params(system, params or {})
         with self._lock, self._db:
+            self._flush_first()
             self._db.execute("BEGIN IMMEDIATE")
             self._log_change("system")
             for key, value in (("system", system), ("params", params), ("luck_pending", None)):
@@ -713,6 +730,7 @@ class Table:
         if isinstance(delta, bool) or not isinstance(delta, int) or not -100 <= delta <= 100:
             raise ValueError(f"delta must be an integer in -100..100, got {delta!r}")
         with self._lock:
+            self._flush_first()
             tokens = self.tokens
             have = getattr(tokens, field)
             if have + delta < 0:
@@ -730,6 +748,7 @@ class Table:
             ValueError: the table's system is not ``contingency-skill`` (named).
         """
         with self._lock:
+            self._flush_first()
             system, params = self.system, self.params
             if system != "contingency-skill":
                 raise ValueError(f"choosing to fail is a contingency-skill rule; the table plays {system}")
@@ -742,6 +761,7 @@ class Table:
     def new_scene(self) -> TableState:
         """A new scene: the GM's omens reset to 0 (seed 001, Omens)."""
         with self._lock:
+            self._flush_first()
             return self._set_tokens("scene", replace(self.tokens, gm_omens=0))
 
     def _die_at(self, roll: Roll, index: int, dice: int | None = None) -> Die:
@@ -952,6 +972,7 @@ class Table:
         (:meth:`_pay`, :meth:`_assist_cost`). The newest pool roll's pool follows it, and the
         change is logged as ``what`` with the reading, params and paid points as they were, for
         :meth:`undo`. Returns the roll as stored."""
+        self._flush_first()
         roll_id = roll.id
         params = roll.params if params is None else params
         _, _, _, old_effects = resolve_reading(roll.system, roll.params, roll.reading)
@@ -1046,6 +1067,7 @@ class Table:
         A player change undoes only itself (the player's row, the roller); momentum that
         rolls gave since then stays."""
         with self._lock:
+            self._flush_first()
             row = self._db.execute("SELECT id, what, before FROM changes ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:
                 return False
@@ -1163,6 +1185,7 @@ class Table:
         check_points("momentum", momentum)
         check_points("luck", luck)
         with self._lock:
+            self._flush_first()
             self._check_unique(name)
             if len(self.players()) >= MAX_PLAYERS:
                 raise ValueError(f"a table has at most {MAX_PLAYERS} players")
@@ -1175,6 +1198,7 @@ class Table:
     def remove_player(self, player_id: int) -> Player:
         """Remove a player (if it was the roller or the assister, no one is). Undoable. KeyError if none."""
         with self._lock:
+            self._flush_first()
             gone = self.player(player_id)
             roller, assister = self.roller, self.assister
             with self._db:
@@ -1194,6 +1218,7 @@ class Table:
         player's momentum comes back by the difference, so that momentum rolls gave since stays.
         Returns the players as they are now."""
         with self._lock:
+            self._flush_first()
             players = self.players()
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -1219,6 +1244,7 @@ class Table:
             if key in changes:
                 check_points(key, changes[key])
         with self._lock:
+            self._flush_first()
             old = self.player(player_id)
             if "name" in changes:
                 self._check_unique(changes["name"], old.id)
@@ -1238,6 +1264,7 @@ class Table:
             ValueError: ``player_id`` is not null or the id of a player (named).
         """
         with self._lock:
+            self._flush_first()
             if player_id is not None and self._find_player(player_id) is None:
                 raise ValueError(f"player must be a player id or null, got {player_id!r}")
             assister = self.assister
@@ -1258,6 +1285,7 @@ class Table:
             ValueError: ``player_id`` is not null or the id of a player, or is the roller (named).
         """
         with self._lock:
+            self._flush_first()
             if player_id is not None and self._find_player(player_id) is None:
                 raise ValueError(f"player must be a player id or null, got {player_id!r}")
             if player_id is not None and player_id == self.roller:
