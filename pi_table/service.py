@@ -275,8 +275,9 @@ class Service:
 
         With ``new_only`` (a live camera's settled tray) a frame is not recorded when it holds
         the very dice of the last roll this way recorded, in the same places (a lamp, a shadow
-        or a hand that came and went, the camera bumped: :func:`same_dice`), or when the tray is
-        empty (picked up between throws); None then. The re-read button goes the same way
+        or a hand that came and went, the camera bumped: :func:`same_dice`), or only some of them
+        there (the others picked up: :func:`new_dice` finds none), or when the tray is empty
+        (picked up between throws); None then. The re-read button goes the same way
         (:meth:`reread`).
 
         The status LED blinks "reading" meanwhile; a frame that is no roll, or a read that raises,
@@ -367,11 +368,16 @@ class Service:
 
     def _not_a_roll(self, image, settled: SettledRoll, reading: Reading) -> bool:
         """True (logged) for a settled tray that is no new roll: the last roll's dice as they lay,
-        or no die at all (a read of every kind finds none either: dice of kinds the system does
-        not read still make a roll, whose why says so)."""
+        or some of them with the others picked up (a luck die taken out of the tray, the check's
+        dice left), or no die at all (a read of every kind finds none either: dice of kinds the
+        system does not read still make a roll, whose why says so)."""
         if self._last_reading is not None and same_dice(reading, self._last_reading):
             log.info("%s: the same dice as the last roll, where they lay (light, shadow, a hand, the camera "
                      "moved): not a new roll", settled.frame.name)
+            return True
+        if self._last_reading is not None and reading.dice and not new_dice(reading, self._last_reading.dice):
+            log.info("%s: dice of the last tray where they lay, the others picked up: not a new roll",
+                     settled.frame.name)
             return True
         if not reading.dice and not self.reader.read(image, name=settled.frame.name).dice:
             log.info("%s: the tray is empty: not a roll", settled.frame.name)

@@ -251,6 +251,45 @@ def test_a_live_tray_holding_the_last_rolls_dice_or_none_is_no_new_roll(tmp_path
     service.close()
 
 
+def test_dice_of_the_last_tray_left_where_they_lay_when_some_are_picked_up_are_no_new_roll(tmp_path, mock_pins):
+    """A skill check's luck die read from the tray beside the check's dice (seed 001 "Luck Dice"; README:
+    the player may leave them there): the player then picked up the luck die, and the check's three dice,
+    left where they lay, were recorded as a second check, its GM omen (a 1) given again. A settled tray
+    whose every die lies where a die of the last recorded tray lay, read alike, is the last tray with some
+    dice picked up: no new roll. A die rolled again among them still is one."""
+    import numpy as np
+
+    from pi_table.capture import Frame, SettledRoll
+    from pi_table.vision.dice import Die, Reading
+    from tests.conftest import FakeReader
+
+    def die(kind: str, face: int, x: float) -> Die:
+        return Die(kind, str(face), face, (x, 10.0, x + 40, 50.0), 0.99, "ok")
+
+    def tray(*dice: Die) -> Reading:
+        return Reading("t.jpg", 640, 640, 1.0, dice)
+
+    three = (die("d6", 1, 10), die("d8", 4, 60), die("d10", 9, 110))  # middle die d8 4; a 1: a GM omen
+    reader = FakeReader(tray(*three), tray(*three, die("d8", 6, 300)), tray(*three), tray(*three[1:]),
+                        tray(die("d6", 3, 200), *three[1:]))
+    service = Service(Settings(state_dir=tmp_path, pin="1357", system="contingency-skill", params={"target": 8}),
+                      reader=reader)
+
+    def settled(i: int) -> SettledRoll:
+        frame = Frame(image=np.full((64, 64, 3), 100, np.uint8), t=float(i), index=i, name=f"cam#{i}")
+        return SettledRoll(frame, 0.8, 0.01)
+
+    first = service.handle(settled(1), new_only=True)
+    service.arm_luck_die(first.id)
+    assert service.handle(settled(2), new_only=True).result["luck"] == ["d8", 6]
+    assert service.handle(settled(3), new_only=True) is None  # the luck die picked up, the check's dice left
+    assert service.handle(settled(4), new_only=True) is None  # and the d6 picked up too
+    assert len(service.table.rolls(10)) == 1 and service.table.tokens.gm_omens == 1
+    assert service.handle(settled(5), new_only=True).outcome == "failure"  # the d6 rolled again: a roll
+    assert len(service.table.rolls(10)) == 2
+    service.close()
+
+
 def test_the_settle_time_comes_from_the_config(tmp_path, mock_pins):
     """settle_s in the config file sets how long a live tray must be still before it is read."""
     from pi_table.capture import settle
@@ -370,7 +409,7 @@ def test_the_camera_takes_an_armed_luck_die_from_the_next_tray_instead_of_a_new_
         tray(*three),                                          # roll 1
         tray(*three, die("d8", 6, 300)),                       # its luck die beside its dice
         tray(*three, die("d8", 6, 300)),                       # (a hand passed over the tray)
-        tray(*three),                                          # roll 2
+        tray(*(die(d.kind, d.value, d.box[0] + 400) for d in three)),  # roll 2 (thrown again, landed elsewhere)
         tray(die("d8", 5, 110)),                               # its dice picked up: the luck die alone
         tray(*three),                                          # roll 3
         tray(*three, die("d8", 2, 300), die("d8", 7, 400)),    # two new d8: which one?
