@@ -337,7 +337,8 @@ class Service:
     def _luck_die_frame(self, roll: Roll, image, settled: SettledRoll, before: str) -> Roll | None:
         """:meth:`handle` while ``roll``'s luck die is awaited (seed 001 "Luck Dice"): the dice new in
         the tray (not lying where one of the roll's dice lay, nor where the last recorded tray's dice
-        lay as they were read: :func:`new_dice`) of the result die's kind. Exactly one, readable: added to the roll
+        lay as they were read: :func:`new_dice`) of the result die's kind. Exactly one, readable, and no other
+        new die (a new roll's dice beside one of that kind are no luck die): added to the roll
         (:meth:`pi_table.table.Table.add_luck_die`), which is sent to the pages and returned; the
         player may have left the roll's dice in the tray or picked them up. Otherwise None: nothing
         recorded, still awaited, and a notice says what to do. Called under the service's lock."""
@@ -349,19 +350,20 @@ class Service:
         new = new_dice(reading, old)
         mine = [d for d in new if d.kind == kind]
         which = f"the luck die ({kind}) of roll #{roll.id}"
-        if len(mine) == 1 and mine[0].status == "ok":
+        if len(mine) == 1 and len(new) == 1 and mine[0].status == "ok":  # one die rolled alone: not a new roll's
             done = self.table.add_luck_die(roll.id, mine[0].face, kind)
             # the tray as it is now is no new roll: a hand or a shadow passing over it records nothing
             self._last_frame, self._last_reading = settled, reading
             self.notices.pop("luck", None)
             return self._corrected(done)
-        if len(mine) == 1:
+        if len(mine) == 1 and len(new) == 1:
             notice = f"{which} is {mine[0].status}: roll it again, or type its face on the GM page"
-        elif mine:
+        elif len(mine) > 1:
             notice = f"{len(mine)} new {kind} in the tray: roll only {which}"
-        else:
+        else:  # none of its kind, or other new dice beside it (another roll thrown: cancel the wait, then re-read)
             others = ", ".join(f"{d.kind} {d.face or '?'}" for d in new)
-            notice = f"roll only {which} into the tray" + (f" (new in it: {others}; no {kind})" if others else "")
+            notice = f"roll only {which} into the tray" + (
+                f" (new in it: {others}{'' if mine else f'; no {kind}'})" if others else "")
         self._show(before)
         self._notice("luck", notice)
         return None

@@ -251,6 +251,44 @@ def test_a_live_tray_holding_the_last_rolls_dice_or_none_is_no_new_roll(tmp_path
     service.close()
 
 
+def test_a_new_check_thrown_while_a_luck_die_is_awaited_is_not_taken_for_it(tmp_path, mock_pins):
+    """Seed 001 "Luck Dice": the luck die is one die rolled after the check. With the camera armed for
+    Ana's luck die (d8), the next player threw his own check (d4, d8, d12): its d8, the one new d8, was
+    taken for Ana's luck die (her failure a success, a luck point spent) and his check was never
+    recorded. A tray with other new dice beside the one of the luck die's kind is no luck die: nothing
+    recorded, still awaited, and the notice names the new dice."""
+    import numpy as np
+
+    from pi_table.capture import Frame, SettledRoll
+    from pi_table.vision.dice import Die, Reading
+    from tests.conftest import FakeReader
+
+    def die(kind: str, face: int, x: float) -> Die:
+        return Die(kind, str(face), face, (x, 10.0, x + 40, 50.0), 0.99, "ok")
+
+    def tray(*dice: Die) -> Reading:
+        return Reading("t.jpg", 640, 640, 1.0, dice)
+
+    three = (die("d6", 1, 10), die("d8", 4, 60), die("d10", 9, 110))
+    reader = FakeReader(tray(*three), tray(die("d4", 3, 300), die("d8", 7, 360), die("d12", 10, 420)))
+    service = Service(Settings(state_dir=tmp_path, pin="1357", system="contingency-skill", params={"target": 8}),
+                      reader=reader)
+    ana = service.add_player("Ana", luck=2)
+    service.set_roller(ana.id)
+
+    def settled(i: int) -> SettledRoll:
+        frame = Frame(image=np.full((64, 64, 3), 100, np.uint8), t=float(i), index=i, name=f"cam#{i}")
+        return SettledRoll(frame, 0.8, 0.01)
+
+    first = service.handle(settled(1), new_only=True)
+    service.arm_luck_die(first.id)
+    assert service.handle(settled(2), new_only=True) is None
+    assert service.table.roll(first.id).outcome == "failure" and service.table.player(ana.id).luck == 2
+    assert service.state().luck_pending == {"roll": first.id, "kind": "d8"}
+    assert any("roll only the luck die (d8)" in n and "d4 3, d8 7, d12 10" in n for n in service.state().notices)
+    service.close()
+
+
 def test_dice_of_the_last_tray_left_where_they_lay_when_some_are_picked_up_are_no_new_roll(tmp_path, mock_pins):
     """A skill check's luck die read from the tray beside the check's dice (seed 001 "Luck Dice"; README:
     the player may leave them there): the player then picked up the luck die, and the check's three dice,
