@@ -158,6 +158,22 @@ def test_a_counted_pool_diminishes_roll_by_roll(tmp_path):
     assert table.undo() and table.params["pool"] == 1
 
 
+def test_a_forced_pool_roll_corrected_into_no_roll_sets_no_force_for_the_next_rolls(tmp_path):
+    """The newest counted pool roll, its last die forced out with a tension token, then corrected so
+    that it no longer resolves (its die taken out as a false die): the table expects that pool again,
+    but the force stays that roll's (an offer taken up on one roll, never set for the next rolls:
+    the next lone die that stayed would have been forced out, and the GM charged, by itself)."""
+    table = Table(tmp_path / "t.db", "contingency-pool", {"pool": 1})
+    table.add_tension(1)
+    d8s = lambda *faces: kinds_reading(*(("d8", f) for f in faces))  # noqa: E731
+    roll = table.record(d8s(3))
+    table.set_roll_params(roll.id, {"force": "tension"})
+    assert table.params["pool"] is None and table.tokens.tension == 0
+    assert table.remove_die(roll.id, 0).outcome == "invalid"
+    assert (table.params["pool"], table.params["force"], table.tokens.tension) == (1, "none", 1)
+    assert table.record(d8s(4)).result["offers"]  # the next lone die that stays is offered, not forced
+
+
 def test_the_gm_forces_a_pools_last_die_out_on_the_recorded_roll_and_undo_puts_it_back(tmp_path):
     """Seed 000 "Diminishing Resource Pools" (RULES.md contingency-pool): the last die of a pool
     stayed; the GM forces it out with the roll's params (PUT /api/rolls/<id>/params {"force": ...}).

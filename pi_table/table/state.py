@@ -1005,7 +1005,9 @@ class Table:
         following = None
         if roll_id == latest and roll.system == self.system and (
                 roll.params.get("pool") is not None or params.get("pool") is not None):
-            following = pool_after(roll.system, params, result) or params  # as the roll left it
+            # the pool as the roll left it; one not resolved now is rolled again from the pool it had, its
+            # drop with it, but no offer taken up after it is set for the next rolls (validate_table_params)
+            following = pool_after(roll.system, params, result) or {**params, "force": "none"}
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
             if owner is not None:
