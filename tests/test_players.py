@@ -202,6 +202,21 @@ def test_an_undone_correction_gives_the_roll_its_why_back_whole(tmp_path):
     assert table.roll(roll.id).why == roll.why and table.player(ana.id).momentum == 0
 
 
+def test_correcting_a_removed_rollers_roll_leaves_the_table_level_momentum(tmp_path):
+    """The table-level momentum is what rolls with no roller gained. A roll of Ana's, corrected
+    after she left the table, moves nobody's momentum: it took 2 from the table-level count."""
+    table = Table(tmp_path / "t.db", "charge")
+    ana = table.add_player("Ana")
+    table.record(d6_reading(6))  # no roller: full, the table-level count gains 2
+    table.set_roller(ana.id)
+    roll = table.record(d6_reading(6))  # Ana's full roll
+    table.remove_player(ana.id)
+    table.set_roller(None)
+    assert table.tokens.momentum == 2
+    table.correct_die(roll.id, 0, "2")  # now bad: Ana's gain would be taken back, but she is gone
+    assert table.tokens.momentum == 2 and table.roll(roll.id).outcome == "bad"
+
+
 def test_a_new_session_gives_every_player_two_momentum_and_keeps_their_luck(tmp_path):
     """Seed 004 "Momentum": "You start every session with 2". A new session sets every player's
     momentum to 2 (from 0 and from 7 alike); luck points stay (seed 001: they do not refresh), as

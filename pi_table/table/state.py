@@ -983,7 +983,6 @@ class Table:
         helper = self._find_player(roll.assister["id"]) if roll.assister else None
         stored, paid = self._applied(roll, old_effects)
         applied = dict(paid)  # a player removed since: what the roll did to them stays
-        to_table = owner is None and roll.player is not None  # its roller removed since: the difference, as before
         held = self.tokens
         # the GM's tension tokens with the old roll's gains taken back and what it spent given back, plus the
         # new gains: in one step, never below 0 (a token the roll gave that the GM has spent since is not given
@@ -994,7 +993,7 @@ class Table:
         tokens = Tokens(
             tension=have - applied["tension_spent"],
             gm_omens=max(0, held.gm_omens - old_effects.gm_omens + effects.gm_omens),
-            momentum=max(0, held.momentum - old_effects.net_momentum + effects.net_momentum) if to_table else held.momentum)
+            momentum=held.momentum)  # a roller's roll (its roller removed since too) leaves the table-level count
         if roll.player is None:  # the table-level momentum gets back what the roll really gave or took
             base = held.momentum - paid["table_momentum"]
             tokens = replace(tokens, momentum=max(0, base + effects.net_momentum))
