@@ -158,6 +158,28 @@ def test_a_counted_pool_diminishes_roll_by_roll(tmp_path):
     assert table.undo() and table.params["pool"] == 1
 
 
+def test_a_correction_of_a_roll_from_an_ended_scene_leaves_the_gm_omens_alone(tmp_path):
+    """GM omens last for the scene and a new scene sets them to 0 (seed 001 "Game Moderator Omens").
+    A misread 1 noticed after the scene ended, corrected on its roll, took an omen from the new
+    scene's; now the new scene keeps its omens (the why says so), a roll of this scene still moves
+    them, and undoing the new scene gives back its number too."""
+    table = Table(tmp_path / "t.db", "contingency-skill")
+    old = table.record(kinds_reading(("d6", 1), ("d8", 4), ("d10", 9)))  # a 1: one GM omen
+    assert table.tokens.gm_omens == 1
+    table.new_scene()
+    now = table.record(kinds_reading(("d6", 1), ("d8", 5), ("d10", 7)))  # this scene's omen
+    assert table.tokens.gm_omens == 1
+    fixed = table.correct_die(old.id, 0, "3")  # the old 1 was a 3
+    assert table.tokens.gm_omens == 1 and "its scene has ended: the GM's omens stay as they are" in fixed.why
+    assert table.scene == 1
+    assert table.undo() and table.tokens.gm_omens == 1
+    table.correct_die(now.id, 0, "2")  # this scene's roll: its omen goes
+    assert table.tokens.gm_omens == 0
+    assert table.undo() and table.tokens.gm_omens == 1
+    assert table.undo() and table.scene == 0  # the new scene taken back, and its number
+    assert table.tokens.gm_omens == 2  # the old scene's 1 back, with the omen rolled since
+
+
 def test_a_forced_pool_roll_corrected_into_no_roll_sets_no_force_for_the_next_rolls(tmp_path):
     """The newest counted pool roll, its last die forced out with a tension token, then corrected so
     that it no longer resolves (its die taken out as a false die): the table expects that pool again,

@@ -280,16 +280,17 @@ def _result_json(result: dict, why, effects: "rules.TableEffects", player: dict 
 
 
 def _applied_json(momentum: int = 0, luck: int = 0, assister_momentum: int = 0, table_momentum: int = 0,
-                  tension_spent: int = 0) -> dict:
+                  tension_spent: int = 0, scene: int | None = None) -> dict:
     """What a roll really did to players' points, after the 0..MAX_POINTS clamp (a player short of
     points pays what they have; one at MAX_POINTS gains nothing): the signed change to the roller's
     ``momentum`` and ``luck``, to the assister's ``assister_momentum`` (seed 004 "Assist") and to the
     table-level ``table_momentum`` (a roll with no roller; never below 0), all int (spent:
     negative); and ``tension_spent``, the tension tokens the GM really spent on it (seed 000: a
-    pool's last die forced out; 0 where the GM had none), non-negative. A correction takes back
-    these, not the effects' nominal amounts."""
+    pool's last die forced out; 0 where the GM had none), non-negative; and ``scene``, the number
+    of the scene whose GM omens the roll's went to (:meth:`Table.new_scene` counts them; None: not
+    known). A correction takes back these, not the effects' nominal amounts."""
     return {"momentum": momentum, "luck": luck, "assister_momentum": assister_momentum,
-            "table_momentum": table_momentum, "tension_spent": tension_spent}
+            "table_momentum": table_momentum, "tension_spent": tension_spent, "scene": scene}
 
 
 def _clamp_points(points: int) -> int:
@@ -671,7 +672,8 @@ class Table:
                 self._add_points(assister.id, change)
             why += short
             payload = _result_json(result, why, effects, who, helper,
-                                   _applied_json(*paid, assisted, tokens.momentum - held.momentum, have - tokens.tension))
+                                   _applied_json(*paid, assisted, tokens.momentum - held.momentum, have - tokens.tension,
+                                                 self.scene))
             cur = self._db.execute(
                 "INSERT INTO rolls (t, system, params, reading, outcome, result, image) VALUES (?,?,?,?,?,?,?)",
                 (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
@@ -758,11 +760,24 @@ class Table:
             self._set_tokens("choose-fail", replace(tokens, gm_omens=tokens.gm_omens + chosen.effects.gm_omens))
             return chosen
 
+    @property
+    def scene(self) -> int:
+        """The number of the scene being played: how many times :meth:`new_scene` was called (0 first)."""
+        return self._get("scene") or 0
+
     def new_scene(self) -> TableState:
-        """A new scene: the GM's omens reset to 0 (seed 001, Omens)."""
+        """A new scene: the GM's omens reset to 0 (seed 001, Omens); the scene's number goes up by one
+        (:attr:`scene`: a correction of a roll from a scene that has ended leaves the GM's omens alone)."""
         with self._lock:
             self._flush_first()
-            return self._set_tokens("scene", replace(self.tokens, gm_omens=0))
+            scene = self.scene
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                tokens = replace(self.tokens, gm_omens=0)
+                self._log_change("scene", {"scene_was": scene}, tokens_after=tokens)
+                self._put_setting("tokens", tokens.to_json())
+                self._put_setting("scene", scene + 1)
+            return self.state()
 
     def _die_at(self, roll: Roll, index: int, dice: int | None = None) -> Die:
         """The die at ``index`` of ``roll``; ValueError naming the index when it has none, and
@@ -983,6 +998,10 @@ class Table:
         helper = self._find_player(roll.assister["id"]) if roll.assister else None
         stored, paid = self._applied(roll, old_effects)
         applied = dict(paid)  # a player removed since: what the roll did to them stays
+        # GM omens last for the scene (seed 001): a roll of a scene that has ended moves none of this one's
+        scene_now = paid["scene"] is None or paid["scene"] == self.scene
+        if not scene_now and effects.gm_omens != old_effects.gm_omens:
+            why += ("its scene has ended: the GM's omens stay as they are",)
         held = self.tokens
         # the GM's tension tokens with the old roll's gains taken back and what it spent given back, plus the
         # new gains: in one step, never below 0 (a token the roll gave that the GM has spent since is not given
@@ -992,7 +1011,8 @@ class Table:
         why += _tension_short(have, effects)
         tokens = Tokens(
             tension=have - applied["tension_spent"],
-            gm_omens=max(0, held.gm_omens - old_effects.gm_omens + effects.gm_omens),
+            gm_omens=(max(0, held.gm_omens - old_effects.gm_omens + effects.gm_omens) if scene_now
+                      else held.gm_omens),
             momentum=held.momentum)  # a roller's roll (its roller removed since too) leaves the table-level count
         if roll.player is None:  # the table-level momentum gets back what the roll really gave or took
             base = held.momentum - paid["table_momentum"]
@@ -1089,6 +1109,8 @@ class Table:
                 moved = what in CORRECTIONS and before.get("params_after", self.params) != self.params
                 if what == "system" or (what in CORRECTIONS and not moved) or "tokens_after" not in before:
                     settings.update(system=before["system"], params=before["params"])
+                if "scene_was" in before:  # a new scene taken back: its number too
+                    settings["scene"] = before["scene_was"]
                 for key, value in settings.items():
                     self._put_setting(key, value)
                 if "player_points" in before:
