@@ -217,6 +217,32 @@ def test_correcting_a_removed_rollers_roll_leaves_the_table_level_momentum(tmp_p
     assert table.tokens.momentum == 2 and table.roll(roll.id).outcome == "bad"
 
 
+def test_a_correction_of_a_roll_from_an_ended_session_leaves_the_players_momentum(tmp_path):
+    """A new session gives every player 2 momentum (seed 004). A roll of the session before, corrected
+    after it, took its old gain from the new session's 2 (Ana's partial corrected to bad left her 1);
+    now the players' momentum stays (the why says so) and so does the assister's, while a roll of
+    this session still moves it. Undoing the new session gives back its number too."""
+    table = Table(tmp_path / "t.db", "charge", {"assist": True})
+    ana, bo = table.add_player("Ana"), table.add_player("Bo")
+    table.set_roller(ana.id)
+    table.set_assister(bo.id)
+    old = table.record(d6_reading(6, 2))  # full, assisted: Ana gains nothing (momentum spent), Bo pays 1
+    assert momenta(table) == {"Ana": 2, "Bo": 1}
+    table.set_system("charge")
+    table.new_session()
+    assert momenta(table) == {"Ana": 2, "Bo": 2}
+    fixed = table.set_roll_params(old.id, {"assist": False})  # no assist after all: Bo would get 1 back, Ana gain 2
+    assert momenta(table) == {"Ana": 2, "Bo": 2}
+    assert "its session has ended: the players' momentum stays as it is" in fixed.why
+    now = table.record(d6_reading(4))  # partial: Ana +1
+    assert momenta(table)["Ana"] == 3
+    table.correct_die(now.id, 0, "6")  # full: +2 instead of +1
+    assert momenta(table)["Ana"] == 4
+    assert table.undo() and table.undo() and momenta(table) == {"Ana": 3, "Bo": 2}
+    assert table.session == 1
+    assert table.undo() and table.session == 0  # the new session taken back, and its number
+
+
 def test_a_new_session_gives_every_player_two_momentum_and_keeps_their_luck(tmp_path):
     """Seed 004 "Momentum": "You start every session with 2". A new session sets every player's
     momentum to 2 (from 0 and from 7 alike); luck points stay (seed 001: they do not refresh), as
@@ -443,7 +469,7 @@ def test_a_roll_stored_before_its_paid_points_were_takes_its_effects_as_paid(tmp
     table.set_roll_params(roll.id, {"push": "none", "assist": False, "dots": 3})
     assert momenta(table) == {"Ana": 2, "Bo": 1} and applied(table, roll.id) == {
         "momentum": 0, "luck": 0, "assister_momentum": 0, "table_momentum": 0, "tension_spent": 0,
-        "scene": None}  # (its scene not known either: its omens move as before)
+        "scene": None, "session": None}  # (its scene and session not known either: they move as before)
     assert table.undo() and momenta(table) == {"Ana": 0, "Bo": 0} and applied(table, roll.id) == {}
 
 

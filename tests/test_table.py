@@ -178,6 +178,10 @@ def test_a_correction_of_a_roll_from_an_ended_scene_leaves_the_gm_omens_alone(tm
     assert table.undo() and table.tokens.gm_omens == 1
     assert table.undo() and table.scene == 0  # the new scene taken back, and its number
     assert table.tokens.gm_omens == 2  # the old scene's 1 back, with the omen rolled since
+    table.correct_die(now.id, 0, "2")  # rolled in the scene taken back: of this scene now, its omen goes
+    assert table.tokens.gm_omens == 1
+    table.new_scene()  # a number higher than the one taken back: that roll's scene has ended
+    assert table.scene == 2 and table.correct_die(now.id, 0, "1").result and table.tokens.gm_omens == 0
 
 
 def test_a_forced_pool_roll_corrected_into_no_roll_sets_no_force_for_the_next_rolls(tmp_path):

@@ -280,17 +280,18 @@ def _result_json(result: dict, why, effects: "rules.TableEffects", player: dict 
 
 
 def _applied_json(momentum: int = 0, luck: int = 0, assister_momentum: int = 0, table_momentum: int = 0,
-                  tension_spent: int = 0, scene: int | None = None) -> dict:
+                  tension_spent: int = 0, scene: int | None = None, session: int | None = None) -> dict:
     """What a roll really did to players' points, after the 0..MAX_POINTS clamp (a player short of
     points pays what they have; one at MAX_POINTS gains nothing): the signed change to the roller's
     ``momentum`` and ``luck``, to the assister's ``assister_momentum`` (seed 004 "Assist") and to the
     table-level ``table_momentum`` (a roll with no roller; never below 0), all int (spent:
     negative); and ``tension_spent``, the tension tokens the GM really spent on it (seed 000: a
     pool's last die forced out; 0 where the GM had none), non-negative; and ``scene``, the number
-    of the scene whose GM omens the roll's went to (:meth:`Table.new_scene` counts them; None: not
+    of the scene whose GM omens the roll's went to (:meth:`Table.new_scene` counts them) and
+    ``session``, that of the session whose momentum it moved (:meth:`Table.new_session`; None: not
     known). A correction takes back these, not the effects' nominal amounts."""
     return {"momentum": momentum, "luck": luck, "assister_momentum": assister_momentum,
-            "table_momentum": table_momentum, "tension_spent": tension_spent, "scene": scene}
+            "table_momentum": table_momentum, "tension_spent": tension_spent, "scene": scene, "session": session}
 
 
 def _clamp_points(points: int) -> int:
@@ -506,7 +507,8 @@ class Table:
         )
 
     def _pay(self, player: Player, effects: "rules.TableEffects", why: tuple[str, ...],
-             paid: tuple[int, int] = (0, 0)) -> tuple[tuple[str, ...], tuple[int, int], tuple[int, int]]:
+             paid: tuple[int, int] = (0, 0), momentum: bool = True,
+             ) -> tuple[tuple[str, ...], tuple[int, int], tuple[int, int]]:
         """Take what a roll spends from its roller, give what it gains, inside the caller's
         transaction (seed 004 "Momentum", "Push Yourself", "Determination Roll"; seed 001 "Luck
         Dice"). Points stay in 0..MAX_POINTS: a roller short of them pays what they have and is
@@ -515,11 +517,15 @@ class Table:
         Args:
             paid: ``(momentum, luck)`` the roll already changed the roller's points by (a
                 correction, :meth:`_correct`): taken back first, then the effects paid as afresh.
+            momentum: False leaves the roller's momentum as it is (a correction of a roll from a
+                session that has ended: a new session gave every player their momentum afresh).
 
         Returns:
             ``(why, (momentum, luck) the roll has now changed the points by, (momentum, luck)
             change made to the points now)``.
         """
+        if not momentum:  # the roll's momentum stays as it went: only its luck is paid afresh
+            paid, effects = (0, paid[1]), replace(effects, momentum=0, momentum_spent=0)
         base_m, base_l = player.momentum - paid[0], player.luck - paid[1]  # the points without the roll
         short = self._short(replace(player, momentum=_clamp_points(base_m), luck=_clamp_points(base_l)), effects)
         momentum, luck = _clamp_points(base_m + effects.net_momentum), _clamp_points(base_l - effects.luck_spent)
@@ -673,7 +679,7 @@ class Table:
             why += short
             payload = _result_json(result, why, effects, who, helper,
                                    _applied_json(*paid, assisted, tokens.momentum - held.momentum, have - tokens.tension,
-                                                 self.scene))
+                                                 self.scene, self.session))
             cur = self._db.execute(
                 "INSERT INTO rolls (t, system, params, reading, outcome, result, image) VALUES (?,?,?,?,?,?,?)",
                 (t, system, json.dumps(params), _reading_to_json(reading), outcome, payload, image),
@@ -761,22 +767,40 @@ class Table:
             return chosen
 
     @property
+    def session(self) -> int:
+        """The number of the session being played (0 first): each :meth:`new_session` takes a number
+        higher than any taken before, and undoing it goes back to the one before. A roll is of the
+        session being played when the number stored with it is at least this one (rolls recorded in
+        a new session since taken back are of the session it went back to)."""
+        return self._get("session") or 0
+
+    @property
     def scene(self) -> int:
-        """The number of the scene being played: how many times :meth:`new_scene` was called (0 first)."""
+        """The number of the scene being played (0 first), numbered as :attr:`session` is, by
+        :meth:`new_scene`."""
         return self._get("scene") or 0
+
+    def _next_number(self, counter: str) -> tuple[int, int]:
+        """``(the number of the scene or session being played, the next one)`` for ``counter``
+        ("scene" or "session"), the next one higher than any taken before (kept in "<counter>s"),
+        inside the caller's transaction."""
+        was = self._get(counter) or 0
+        new = max(was, self._get(counter + "s") or 0) + 1
+        self._put_setting(counter + "s", new)
+        return was, new
 
     def new_scene(self) -> TableState:
         """A new scene: the GM's omens reset to 0 (seed 001, Omens); the scene's number goes up by one
         (:attr:`scene`: a correction of a roll from a scene that has ended leaves the GM's omens alone)."""
         with self._lock:
             self._flush_first()
-            scene = self.scene
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
                 tokens = replace(self.tokens, gm_omens=0)
+                scene, new = self._next_number("scene")
                 self._log_change("scene", {"scene_was": scene}, tokens_after=tokens)
                 self._put_setting("tokens", tokens.to_json())
-                self._put_setting("scene", scene + 1)
+                self._put_setting("scene", new)
             return self.state()
 
     def _die_at(self, roll: Roll, index: int, dice: int | None = None) -> Die:
@@ -999,9 +1023,15 @@ class Table:
         stored, paid = self._applied(roll, old_effects)
         applied = dict(paid)  # a player removed since: what the roll did to them stays
         # GM omens last for the scene (seed 001): a roll of a scene that has ended moves none of this one's
-        scene_now = paid["scene"] is None or paid["scene"] == self.scene
+        scene_now = paid["scene"] is None or paid["scene"] >= self.scene
         if not scene_now and effects.gm_omens != old_effects.gm_omens:
             why += ("its scene has ended: the GM's omens stay as they are",)
+        # a new session gives every player their momentum afresh (seed 004): a roll of a session that has ended
+        # moves no player's momentum (its luck points still: they carry over)
+        session_now = paid["session"] is None or paid["session"] >= self.session
+        if not session_now and (effects.net_momentum, effects.assist_momentum) != (
+                old_effects.net_momentum, old_effects.assist_momentum) and (owner or helper):
+            why += ("its session has ended: the players' momentum stays as it is",)
         held = self.tokens
         # the GM's tension tokens with the old roll's gains taken back and what it spent given back, plus the
         # new gains: in one step, never below 0 (a token the roll gave that the GM has spent since is not given
@@ -1031,11 +1061,13 @@ class Table:
             self._db.execute("BEGIN IMMEDIATE")
             if owner is not None:
                 why, (applied["momentum"], applied["luck"]), (momentum, luck) = self._pay(
-                    owner, effects, why, (paid["momentum"], paid["luck"]))
+                    owner, effects, why, (paid["momentum"], paid["luck"]), momentum=session_now)
+                if not session_now:
+                    applied["momentum"] = paid["momentum"]
                 # the points as they were and the difference made, so that undo takes back just that difference
                 extra["player_points"] = [owner.id, owner.momentum, owner.luck, momentum, luck]
             assist, short, applied["assister_momentum"] = self._assist_cost(
-                helper, effects.assist_momentum, paid["assister_momentum"])
+                helper if session_now else None, effects.assist_momentum, paid["assister_momentum"])
             why += short
             if assist:
                 self._add_points(helper.id, assist)
@@ -1245,8 +1277,11 @@ class Table:
             players = self.players()
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._log_change("session", {"momentum": [[p.id, p.momentum - START_MOMENTUM] for p in players]})
+                session, new = self._next_number("session")
+                self._log_change("session", {"momentum": [[p.id, p.momentum - START_MOMENTUM] for p in players],
+                                             "session_was": session})
                 self._db.execute("UPDATE players SET momentum=?", (START_MOMENTUM,))
+                self._put_setting("session", new)
             return self.players()
 
     def update_player(self, player_id: int, /, **changes: Any) -> Player:
@@ -1336,6 +1371,7 @@ class Table:
         elif what == "session":  # each player's momentum back by the difference the new session made
             for pid, change in before["momentum"]:
                 self._add_points(pid, change)
+            self._put_setting("session", before["session_was"])
         if "roller" in before:
             self._put_setting("roller", before["roller"])
         if "assister" in before:
