@@ -921,6 +921,14 @@ def test_gm_luck_die_typed_for_a_roll_lands_on_it_when_a_newer_roll_comes_in(ser
     """The GM types a luck die's face for skill check #1 and another roll comes in before "add": the
     luck control, like the die fields, stays on roll #1 (it followed the newest roll, so the face
     went to roll #2) and "add" puts the die on roll #1."""
+    service, first = luck_face_typed_on_a_check(served, page)  # typed, not added; the field keeps focus
+    second = a_newer_roll_leaves_the_luck_face_on(service, page, first)
+    add_the_luck_six(service, page, first, second)
+
+
+def luck_face_typed_on_a_check(served, page) -> tuple:
+    """A skill check (d8 4 in the middle, target 9) read and shown on /gm, a luck face "6" typed for
+    it and not added; a one-check reading comes next. Returns ``(service, the check's id)``."""
     service, base = served
     service.set_system("contingency-skill", {"target": 9})
     service.reader = FakeReader(reading_of(("d6", 2), ("d8", 4), ("d10", 9)), reading_of(("d6", 5), ("d8", 1), ("d10", 3)))
@@ -928,11 +936,21 @@ def test_gm_luck_die_typed_for_a_roll_lands_on_it_when_a_newer_roll_comes_in(ser
     first = service.state().last_roll.id
     gm_login(page, base)
     page.wait_for_selector("#luck:not([hidden])", timeout=10_000)
-    page.fill("#luck-face", "6")  # typed, not added; the field keeps focus
+    page.fill("#luck-face", "6")
+    return service, first
+
+
+def a_newer_roll_leaves_the_luck_face_on(service, page, first: int) -> int:
+    """A newer roll comes in: the luck control and its "6" stay on roll ``first``. Returns the newer roll's id."""
     roll_now(service)
     second = service.state().last_roll.id
     page.wait_for_selector(f"#recent button[data-roll='{second}']", timeout=10_000)
     assert page.get_attribute("#luck", "data-roll") == str(first) and page.input_value("#luck-face") == "6"
+    return second
+
+
+def add_the_luck_six(service, page, first: int, second: int) -> None:
+    """"add": the luck die 6 goes on roll ``first`` (4 + 6 = 10), none on ``second``."""
     page.click("#luck-add")
     page.wait_for_function("document.getElementById('msg').textContent.includes('luck die 6 added')", timeout=10_000)
     assert service.table.roll(first).result["result"] == 10 and service.table.roll(second).params["luck"] is False
@@ -943,19 +961,9 @@ def test_gm_luck_die_typed_and_left_stays_on_its_roll(served, page):
     "add") holds the controls on roll #1, as a die's face typed and left does: the luck control went
     on to roll #2 when it came in, the "6" still in it, and "add" put the die on roll #2. Tapping
     another roll in the recent rolls moves the controls to it with the field empty."""
-    service, base = served
-    service.set_system("contingency-skill", {"target": 9})
-    service.reader = FakeReader(reading_of(("d6", 2), ("d8", 4), ("d10", 9)), reading_of(("d6", 5), ("d8", 1), ("d10", 3)))
-    roll_now(service)
-    first = service.state().last_roll.id
-    gm_login(page, base)
-    page.wait_for_selector("#luck:not([hidden])", timeout=10_000)
-    page.fill("#luck-face", "6")
+    service, first = luck_face_typed_on_a_check(served, page)
     page.evaluate("document.activeElement.blur()")  # typed, not added, and left
-    roll_now(service)
-    second = service.state().last_roll.id
-    page.wait_for_selector(f"#recent button[data-roll='{second}']", timeout=10_000)
-    assert page.get_attribute("#luck", "data-roll") == str(first) and page.input_value("#luck-face") == "6"
+    second = a_newer_roll_leaves_the_luck_face_on(service, page, first)
     assert f"roll #{first}" in page.inner_text("#correcting")
     page.click(f"#recent button[data-roll='{second}']")  # the GM picks the newer roll: the face typed goes
     page.wait_for_function(f"document.getElementById('luck').dataset.roll === '{second}'", timeout=10_000)
@@ -963,9 +971,7 @@ def test_gm_luck_die_typed_and_left_stays_on_its_roll(served, page):
     page.click(f"#recent button[data-roll='{first}']")
     page.wait_for_function(f"document.getElementById('luck').dataset.roll === '{first}'", timeout=10_000)
     page.fill("#luck-face", "6")
-    page.click("#luck-add")
-    page.wait_for_function("document.getElementById('msg').textContent.includes('luck die 6 added')", timeout=10_000)
-    assert service.table.roll(first).result["result"] == 10 and service.table.roll(second).params["luck"] is False
+    add_the_luck_six(service, page, first, second)
 
 
 def test_gm_marks_a_condition_on_a_skill_check_failed_by_one(served, page):
