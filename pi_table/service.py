@@ -275,8 +275,8 @@ class Service:
 
         With ``new_only`` (a live camera's settled tray) a frame is not recorded when it holds
         the very dice of the last roll this way recorded, in the same places (a lamp, a shadow
-        or a hand that came and went, the camera bumped: :func:`same_dice`), or only some of them
-        there (the others picked up: :func:`new_dice` finds none), or when the tray is empty
+        or a hand that came and went, the camera bumped), or only some of them there (the others
+        picked up): :func:`new_dice` finds none; or when the tray is empty
         (picked up between throws); None then. The re-read button goes the same way
         (:meth:`reread`).
 
@@ -373,13 +373,9 @@ class Service:
         or some of them with the others picked up (a luck die taken out of the tray, the check's
         dice left), or no die at all (a read of every kind finds none either: dice of kinds the
         system does not read still make a roll, whose why says so)."""
-        if self._last_reading is not None and same_dice(reading, self._last_reading):
-            log.info("%s: the same dice as the last roll, where they lay (light, shadow, a hand, the camera "
-                     "moved): not a new roll", settled.frame.name)
-            return True
         if self._last_reading is not None and reading.dice and not new_dice(reading, self._last_reading.dice):
-            log.info("%s: dice of the last tray where they lay, the others picked up: not a new roll",
-                     settled.frame.name)
+            log.info("%s: dice of the last tray where they lay, all of them (light, shadow, a hand, the camera "
+                     "moved) or some, the others picked up: not a new roll", settled.frame.name)
             return True
         if not reading.dice and not self.reader.read(image, name=settled.frame.name).dice:
             log.info("%s: the tray is empty: not a roll", settled.frame.name)
@@ -771,28 +767,13 @@ class Service:
 
 def new_dice(reading: Reading, before, min_iou: float = 0.3) -> tuple:
     """The dice of ``reading`` that do not lie where one of the dice ``before`` lay, read alike
-    (kind, face, status and box IoU >= ``min_iou``, as :func:`same_dice` matches them): dice thrown
-    into the tray since (a luck die rolled beside the roll's dice, or alone)."""
+    (kind, face, status and box IoU >= ``min_iou``: a camera bumped by a few pixels keeps a
+    45-pixel die's IoU above 0.6; a die rolled again does not land where it lay): dice thrown into
+    the tray since (a luck die rolled beside the roll's dice, or alone). None: the tray holds the
+    dice as they lay, or some of them."""
     return tuple(d for d in reading.dice
                  if not any((o.kind, o.face, o.status) == (d.kind, d.face, d.status) and iou(o.box, d.box) >= min_iou
                             for o in before))
-
-
-def same_dice(a: Reading, b: Reading, min_iou: float = 0.3) -> bool:
-    """True when two readings hold the same dice (kind, face, status) lying in the same places:
-    each of ``a``'s boxes overlaps a box of ``b`` read alike by IoU >= ``min_iou`` (a camera
-    bumped by a few pixels keeps a 45-pixel die's IoU above 0.6; a die rolled again does not
-    land where it lay)."""
-    if len(a.dice) != len(b.dice) or not a.dice:
-        return False
-    left = list(b.dice)
-    for die in a.dice:
-        match = max((d for d in left if (d.kind, d.face, d.status) == (die.kind, die.face, die.status)),
-                    key=lambda d: iou(d.box, die.box), default=None)
-        if match is None or iou(match.box, die.box) < min_iou:
-            return False
-        left.remove(match)
-    return True
 
 
 # -- the serve command ---------------------------------------------------------------------------
