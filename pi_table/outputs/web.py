@@ -396,20 +396,22 @@ def create_app(service) -> Flask:
     def delete_player(player_id: int):
         return jsonify({"deleted": service.remove_player(player_id).to_json(), "state": service.state().to_json()})
 
-    @app.put("/api/roller")
-    def put_roller():
+    def picked_player(role: str):
+        """The player id (or null) a ``{"player": id or null}`` body picks for ``role``; ValueError
+        for another field or none (the table checks the id)."""
         data = body("player")
         if "player" not in data:
-            raise ValueError("body must name the roller: {\"player\": id or null}")
-        return jsonify(service.set_roller(data["player"]).to_json())
+            raise ValueError(f"body must name the {role}: {{\"player\": id or null}}")
+        return data["player"]
+
+    @app.put("/api/roller")
+    def put_roller():
+        return jsonify(service.set_roller(picked_player("roller")).to_json())
 
     @app.put("/api/assister")
     def put_assister():
         """The teammate who pays a Charge assist's 1 momentum (seed 004 "Assist"): ``{"player": id or null}``."""
-        data = body("player")
-        if "player" not in data:
-            raise ValueError("body must name the assister: {\"player\": id or null}")
-        return jsonify(service.set_assister(data["player"]).to_json())
+        return jsonify(service.set_assister(picked_player("assister")).to_json())
 
     return app
 
