@@ -656,9 +656,9 @@ class Table:
         system, params = self.system, self.params
         self._system_cache = (system, params)
         outcome, result, why, effects = resolve_reading(system, params, reading)
-        roller = self._roller_player()
+        roller = self._picked_player("roller")
         who = {"id": roller.id, "name": roller.name} if roller else None
-        assister = self._assister_player()
+        assister = self._picked_player("assister")
         helper = {"id": assister.id, "name": assister.name} if assister else None
         why += _assist_why(helper, effects)
         held = self.tokens
@@ -1194,18 +1194,20 @@ class Table:
         """Id of the player whose roll the next one is, or None."""
         return self._get("roller")
 
-    def _roller_player(self) -> Player | None:
-        roller = self._get("roller")
-        return self._find_player(roller) if roller is not None else None
-
     @property
     def assister(self) -> int | None:
         """Id of the teammate who pays the next Charge roll's assist (seed 004 "Assist"), or None."""
         return self._get("assister")
 
-    def _assister_player(self) -> Player | None:
-        assister = self._get("assister")
-        return self._find_player(assister) if assister is not None else None
+    def _picked_player(self, role: str) -> Player | None:
+        """The player the GM picked as ``role`` ("roller" or "assister"), or None."""
+        player_id = self._get(role)
+        return self._find_player(player_id) if player_id is not None else None
+
+    def _check_player_id(self, player_id: int | None) -> None:
+        """ValueError naming ``player_id`` unless it is None or the id of a player."""
+        if player_id is not None and self._find_player(player_id) is None:
+            raise ValueError(f"player must be a player id or null, got {player_id!r}")
 
     def shown_tokens(self, players: list[Player] | None = None, roller: int | None = None) -> Tokens:
         """The tokens as served: ``momentum`` is the roller's when a roller is picked, else the
@@ -1323,8 +1325,7 @@ class Table:
         """
         with self._lock:
             self._flush_first()
-            if player_id is not None and self._find_player(player_id) is None:
-                raise ValueError(f"player must be a player id or null, got {player_id!r}")
+            self._check_player_id(player_id)
             assister = self.assister
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -1344,8 +1345,7 @@ class Table:
         """
         with self._lock:
             self._flush_first()
-            if player_id is not None and self._find_player(player_id) is None:
-                raise ValueError(f"player must be a player id or null, got {player_id!r}")
+            self._check_player_id(player_id)
             if player_id is not None and player_id == self.roller:
                 raise ValueError(f"player {player_id} is the roller: a teammate assists, not the one who rolls")
             with self._db:
