@@ -178,9 +178,8 @@ function drawDice() {
 // to force it out: the roll being corrected resolved again with {"force": ...} (PUT
 // /api/rolls/<id>/params); hidden for any other roll.
 function drawForce() {
-  const roll = shownRoll, row = $("force");
-  const offered = Boolean(roll) && roll.id !== null && roll.id !== undefined && roll.system === "contingency-pool"
-    && Boolean(roll.result) && (roll.result.offers || []).length > 0;
+  const roll = savedRollOf("contingency-pool"), row = $("force");
+  const offered = Boolean(roll) && Boolean(roll.result) && (roll.result.offers || []).length > 0;
   row.hidden = !offered;
   if (!offered) return;
   row.dataset.roll = roll.id;
@@ -189,11 +188,20 @@ function drawForce() {
   $("force-hint").hidden = tension > 0;
 }
 for (const [id, how, what] of [["force-mark", "mark", "the player takes a mark"], ["force-tension", "tension", "a tension token spent"]]) {
-  $(id).onclick = () => {
-    const roll = Number($("force").dataset.roll);
-    act(() => api("PUT", `/api/rolls/${roll}/params`, { params: { force: how } }),
-      `roll #${roll}: last die forced out, ${what} (Undo last change takes it back)`);
-  };
+  $(id).onclick = () => takeOffer("force", { force: how }, (roll) => `roll #${roll}: last die forced out, ${what} (Undo last change takes it back)`);
+}
+
+// The roll the correction controls act on (shownRoll) if it is a saved roll of ``system``, else null.
+function savedRollOf(system) {
+  const roll = shownRoll;
+  return roll && roll.id !== null && roll.id !== undefined && roll.system === system ? roll : null;
+}
+
+// An offer taken up on the roll its row was drawn for (the row's data-roll): that roll's params set
+// (PUT /api/rolls/<id>/params); ``done(id)`` says what it did.
+function takeOffer(rowId, params, done) {
+  const id = Number($(rowId).dataset.roll);
+  act(() => api("PUT", `/api/rolls/${id}/params`, { params }), done(id));
 }
 
 // The kinds a die of this roll may be set to, where its system reads more than one (GET /api/systems):
@@ -260,10 +268,9 @@ function markDie(inp, d, i) {
 let luckPending = null;
 function drawLuck(pending) {
   luckPending = pending;
-  const roll = shownRoll, form = $("luck"), wait = $("luck-wait");  // the roll the correction controls act on
+  const roll = savedRollOf("contingency-skill"), form = $("luck"), wait = $("luck-wait");
   const kind = roll && roll.result && roll.result.result_die;
-  const takes = Boolean(roll) && roll.id !== null && roll.system === "contingency-skill" && Boolean(kind)
-    && !roll.params.luck && !["reroll", "invalid"].includes(roll.outcome);
+  const takes = Boolean(kind) && !roll.params.luck && !["reroll", "invalid"].includes(roll.outcome);
   form.hidden = !takes;
   if (takes) {
     // drawn for another roll: the field starts empty (fill: a face typed in it and left holds the
@@ -296,19 +303,15 @@ $("luck-cancel").onclick = () => {
 // barely succeed, with a complication. The kit only offers it; this button takes the offer up on the roll
 // the die fields show (PUT /api/rolls/<id>/params {"params": {"mark_condition": true}}); Undo takes it back.
 function drawMarkCondition() {
-  const roll = shownRoll, row = $("mark-row");
-  const offered = Boolean(roll) && roll.id !== null && roll.id !== undefined && roll.system === "contingency-skill"
-    && Boolean(roll.result && roll.result.fail_by_one) && !roll.result.marked_condition;
+  const roll = savedRollOf("contingency-skill"), row = $("mark-row");
+  const offered = Boolean(roll && roll.result && roll.result.fail_by_one) && !roll.result.marked_condition;
   row.hidden = !offered;
   if (!offered) return;
   row.dataset.roll = roll.id;
   $("mark-hint").textContent = `roll #${roll.id} failed by one: it succeeds, with a complication`;
 }
-$("mark-condition").onclick = () => {
-  const id = Number($("mark-row").dataset.roll);
-  act(() => api("PUT", `/api/rolls/${id}/params`, { params: { mark_condition: true } }),
-    `roll #${id}: a condition marked, it barely succeeds with a complication (Undo last change takes it back)`);
-};
+$("mark-condition").onclick = () => takeOffer("mark-row", { mark_condition: true },
+  (id) => `roll #${id}: a condition marked, it barely succeeds with a complication (Undo last change takes it back)`);
 
 // Players: pick the roller, adjust momentum (seed 004) and luck points (seed 001), remove.
 function drawPlayers(players, roller) {
