@@ -65,8 +65,8 @@ def check_system(system: Any) -> str:
 OFFERS_TAKEN_UP: dict[str, tuple[str, ...]] = {"contingency-skill": ("mark_condition",), "contingency-pool": ("force",)}
 #: Parameters a recorded roll's own after-the-roll actions set: the offers above, and a skill check's luck die
 #: (seed 001 "Luck Dice"). The /gm page's "Apply to roll #N" leaves them as the roll has them.
-AFTER_ROLL_PARAMS: dict[str, tuple[str, ...]] = {"contingency-skill": ("luck", "mark_condition"),
-                                                 "contingency-pool": ("force",)}
+AFTER_ROLL_PARAMS: dict[str, tuple[str, ...]] = {**OFFERS_TAKEN_UP,
+                                                 "contingency-skill": ("luck", *OFFERS_TAKEN_UP["contingency-skill"])}
 
 
 def validate_table_params(system: str, params: Mapping[str, Any]) -> dict:
