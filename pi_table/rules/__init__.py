@@ -18,6 +18,7 @@ from pi_table.rules.api import (
     BANDS,
     DEFAULT_PARAMS,
     KINDS_BY_SYSTEM,
+    LUCK_DIE_INDEX,
     SYSTEMS,
     check_system,
     odds,
@@ -29,7 +30,8 @@ from pi_table.rules.api import (
 )
 
 __all__ = [
-    "AFTER_ROLL_PARAMS", "BANDS", "DEFAULT_PARAMS", "KINDS_BY_SYSTEM", "SYSTEMS", "OddsDetail", "Resolution", "TableEffects",
+    "AFTER_ROLL_PARAMS", "BANDS", "DEFAULT_PARAMS", "KINDS_BY_SYSTEM", "LUCK_DIE_INDEX", "SYSTEMS",
+    "OddsDetail", "Resolution", "TableEffects",
     "check_system", "odds", "odds_detail", "resolve", "resolve_dice", "validate_params",
     "validate_table_params",
 ]

@@ -58,6 +58,9 @@ def check_system(system: Any) -> str:
     return system
 
 
+#: Index of a skill check's luck die among the dice read (seed 001 "Luck Dice"): after the three
+#: of the check, when its params have ``luck`` (:func:`resolve_dice`).
+LUCK_DIE_INDEX = 3
 #: Offers a recorded roll takes up on the GM's word after the roll (RULES.md: "the kit offers it, never applies it
 #: silently"): set on that roll (``PUT /api/rolls/<id>/params``, their buttons on /gm), never for the next rolls
 #: (:func:`validate_table_params`): a skill check failed by one barely succeeds (seed 001 "Failing By One"), a pool's
@@ -224,12 +227,12 @@ def resolve_dice(system: str, dice: Sequence[tuple[str, int]], params: Mapping[s
         if len(tens) != 1 or len(ones) != 1 or len(pairs) != 2:
             raise ValueError(f"a percentile roll reads one d10-tens and one d10, got {', '.join(k for k, _ in pairs) or 'no dice'}")
         return skill.resolve(percentile=(tens[0], ones[0]), chance=p["chance"], mark_condition=p["mark_condition"])
-    want = 4 if p["luck"] else 3
+    want = LUCK_DIE_INDEX + 1 if p["luck"] else LUCK_DIE_INDEX
     if len(pairs) != want:
         raise ValueError(f"a skill check reads {want} dice{' (the 4th is the luck die)' if p['luck'] else ''}, got {len(pairs)}")
     return skill.resolve(
-        dice=pairs[:3], target=p["target"], advantage=p["advantage"], disadvantage=p["disadvantage"],
-        modifiers=p["modifiers"], luck=pairs[3] if p["luck"] else None, action_number=p["action_number"],
+        dice=pairs[:LUCK_DIE_INDEX], target=p["target"], advantage=p["advantage"], disadvantage=p["disadvantage"],
+        modifiers=p["modifiers"], luck=pairs[LUCK_DIE_INDEX] if p["luck"] else None, action_number=p["action_number"],
         penalty_choice=p["penalty_choice"], reposition=p["reposition"], path=p["path"],
         mark_condition=p["mark_condition"],
     )

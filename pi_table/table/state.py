@@ -81,8 +81,6 @@ PLAYER_CHANGES = ("player-add", "player-remove", "player-update", "roller", "ass
 #: resolved under set after the roll, a luck die added after the roll (seed 001 "Luck Dice"). Each logs the
 #: roll's reading and params as they were; undo puts them back and resolves the roll again.
 CORRECTIONS = ("correct", "remove-die", "roll-params", "luck-die")
-#: Index of a skill check's luck die among its dice: after the three (pi_table.rules.resolve_dice).
-LUCK_DIE_INDEX = 3
 #: Box of a die that is not in its roll's photo (a luck die typed by the GM, or read from a later photo).
 NO_BOX = (0.0, 0.0, 0.0, 0.0)
 #: Longest a roll's JSON waits for odds computed in the background, in seconds.
@@ -867,7 +865,7 @@ class Table:
             self._die_at(roll, index, dice)
             dice = roll.reading.dice[:index] + roll.reading.dice[index + 1:]
             params = None
-            if roll.system == "contingency-skill" and roll.params.get("luck") and index == LUCK_DIE_INDEX:
+            if roll.system == "contingency-skill" and roll.params.get("luck") and index == rules.LUCK_DIE_INDEX:
                 params = {**roll.params, "luck": False}
             return self._correct(roll, replace(roll.reading, dice=dice), "remove-die", params)
 
