@@ -641,6 +641,44 @@ def test_viewer_header_shows_the_counters_its_system_plays_with(served, page):
     assert page.inner_text("#tokens") == "tension 2"
 
 
+def test_gm_sets_the_next_rolls_parameters_with_the_form(served, page):
+    """The GM sets the next rolls' parameters with a form drawn from GET /api/systems "fields" (a menu
+    for a choice, a box for a yes/no, a number for a count, empty for "as many as read"), not by
+    typing JSON on a phone: the form writes the JSON field, "Use for next rolls" sends it, and the
+    form shows what the table then has. Picking another system draws that system's form; typing in
+    the JSON field moves the form too."""
+    service, base = served
+    gm_login(page, base)
+    page.wait_for_selector("#param-form [data-param=risk]", timeout=10_000)
+    assert page.locator("#param-form [data-param]").count() == len(rules.next_roll_params("charge"))
+    page.select_option("#param-form [data-param=risk]", "high")
+    page.check("#param-form [data-param=assist]")
+    page.fill("#param-form [data-param=dots]", "3")
+    assert json.loads(page.input_value("#params")) == {**rules.DEFAULT_PARAMS["charge"], "risk": "high",
+                                                       "assist": True, "dots": 3}
+    page.click("#set-system")
+    page.wait_for_function("document.getElementById('msg').textContent === 'system set'", timeout=10_000)
+    assert service.state().params == {**rules.DEFAULT_PARAMS["charge"], "risk": "high", "assist": True, "dots": 3}
+    page.fill("#param-form [data-param=dots]", "")  # empty: as many dice as read
+    assert page.get_attribute("#param-form [data-param=dots]", "placeholder") == "as many dice as read"
+    page.click("#set-system")
+    page.wait_for_function("document.getElementById('msg').textContent === 'system set'", timeout=10_000)
+    page.wait_for_function("!document.getElementById('params').value.includes('\"dots\":3')", timeout=10_000)
+    assert service.state().params["dots"] is None
+    assert page.input_value("#param-form [data-param=risk]") == "high"  # the table's, drawn back
+    assert page.is_checked("#param-form [data-param=assist]")
+    page.select_option("#system", "contingency-skill")
+    page.wait_for_selector("#param-form [data-param=target]", timeout=10_000)
+    assert page.locator("#param-form [data-param=mark_condition]").count() == 0  # an offer: its own button
+    page.fill("#params", page.input_value("#params").replace('"target":4', '"target":7'))
+    assert page.input_value("#param-form [data-param=target]") == "7"
+    page.fill("#param-form [data-param=modifiers]", '{"d6": 1}')
+    page.click("#set-system")
+    page.wait_for_function("document.getElementById('msg').textContent === 'system set'", timeout=10_000)
+    assert service.state().system == "contingency-skill"
+    assert (service.state().params["target"], service.state().params["modifiers"]) == (7, {"d6": 1})
+
+
 def test_gm_picking_another_system_shows_its_parameters(served, page):
     """Picking another system on /gm fills the parameters field with that system's own keys
     (its defaults), so "Use for next rolls" works at once: the field kept the old system's

@@ -572,6 +572,43 @@ def test_validate_params_and_defaults():
         validate_params("contract", {"difficulty": 12})
 
 
+def test_each_param_is_checked_as_it_is_described():
+    """Each system's parameters (rules.PARAMS) are both the checks validate_params runs and what
+    GET /api/systems tells the /gm form: every choice, both ends of a range and a blank where one
+    is allowed pass on their own (the other parameters at their defaults); one past either end, a
+    value off the choices, a non-bool and a blank where none is allowed fail, naming the key. A
+    parameter whose description and check drifted apart fails here."""
+    for system in rules.SYSTEMS:
+        params = rules.PARAMS[system]
+        assert rules.DEFAULT_PARAMS[system] == {p.name: p.default for p in params}
+        for p in params:
+            good, bad = [p.default], []
+            if p.type == "choice":
+                good += list(p.choices)
+                bad += ["nonsense", 1]
+            elif p.type == "int":
+                good += [p.low, p.high]
+                bad += [p.low - 1, p.high + 1, 2.5, True]
+            elif p.type == "bool":
+                good += [True, False]
+                bad += ["yes", 1]
+            else:  # json: a list or mapping
+                bad += ["nonsense", 3]
+            (good if p.blank else bad).append(None)
+            for value in good:
+                validate_params(system, {p.name: value})
+            for value in bad:
+                with pytest.raises(ValueError, match=p.name if p.name != "path" else "path|terrain"):
+                    validate_params(system, {p.name: value})
+    skill_target = next(p for p in rules.PARAMS["contingency-skill"] if p.name == "target")
+    assert validate_params("contingency-skill", {"target": "tricky"})["target"] == 5 == skill_target.check("Tricky")
+    assert [p.name for p in rules.next_roll_params("contingency-pool")] == ["pool", "drop", "action"]
+    with pytest.raises(ValueError, match="unknown system 'chess'"):
+        rules.next_roll_params("chess")
+    with pytest.raises(ValueError, match="type must be one of"):
+        rules.Param("x", "float", 0.0, "x")
+
+
 def test_odds_params_round_trip():
     r = resolve("contingency-skill", dice=[("d6", 3), ("d8", 1), ("d10", 9)], luck=("d6", 2))
     assert set(odds("contingency-skill", **r.odds_params())) == {"success", "failure"}

@@ -281,13 +281,39 @@ def test_systems_lists_each_systems_bands_and_starting_params(client):
 
     systems = client.get("/api/systems").get_json()
     assert list(systems) == list(rules.SYSTEMS)
-    assert systems["contract"] == {"bands": ["botch", "failure", "partial", "complete", "exceptional"],
-                                   "params": {"difficulty": 6, "dice": None}, "kinds": ["d10"], "after_roll": []}
+    contract = dict(systems["contract"])
+    assert contract.pop("fields")[0] == {"name": "difficulty", "type": "int", "default": 6, "min": 2, "max": 10,
+                                         "label": "difficulty: a die at or above it is a success"}
+    assert contract == {"bands": ["botch", "failure", "partial", "complete", "exceptional"],
+                        "params": {"difficulty": 6, "dice": None}, "kinds": ["d10"], "after_roll": []}
     assert systems["contingency-skill"]["after_roll"] == ["luck", "mark_condition"]
     assert systems["contingency-pool"]["after_roll"] == ["force"]
     for name, entry in systems.items():
         resp = client.put("/api/system", json={"system": name, "params": entry["params"]}, headers=AUTH)
         assert resp.status_code == 200 and resp.get_json()["params"] == entry["params"], name
+
+
+def test_systems_describe_the_parameters_a_gm_sets_for_the_next_rolls(client):
+    """GET /api/systems ``fields``: per system, the parameters the /gm page's form offers, in the
+    order of ``params``, each with its type, words and range; every key of ``params`` but the offers
+    taken up on a recorded roll (a pool's ``force``, a skill check's ``mark_condition``: they have
+    their own buttons). A value of each field's kind at its edges goes through PUT /api/system."""
+    systems = client.get("/api/systems").get_json()
+    for name, entry in systems.items():
+        offers = {"contingency-pool": ["force"], "contingency-skill": ["mark_condition"]}.get(name, [])
+        assert [f["name"] for f in entry["fields"]] == [k for k in entry["params"] if k not in offers], name
+        for f in entry["fields"]:
+            assert f["type"] in ("choice", "int", "bool", "json") and f["label"], (name, f)
+            assert f["default"] == entry["params"][f["name"]], (name, f)
+    dots = next(f for f in systems["charge"]["fields"] if f["name"] == "dots")
+    assert (dots["min"], dots["max"], dots["blank"]) == (-20, 20, "as many dice as read")
+    risk = next(f for f in systems["charge"]["fields"] if f["name"] == "risk")
+    assert risk["choices"] == ["low", "moderate", "high"] and "min" not in risk
+    resp = client.put("/api/system", json={"system": "charge", "params": {"risk": "high", "dots": 20, "push": "effect"}},
+                      headers=AUTH)
+    assert resp.status_code == 200 and resp.get_json()["params"]["dots"] == 20
+    resp = client.put("/api/system", json={"system": "charge", "params": {"dots": 21}}, headers=AUTH)
+    assert resp.status_code == 400 and resp.get_json()["error"] == "dots must be in -20..20, got 21"
 
 
 def test_an_offer_taken_up_after_a_roll_is_not_set_for_the_next_rolls(client, service):

@@ -122,12 +122,25 @@ SPEC: dict = {
             "summary": "every system, in RULES.md's order: {id: {\"bands\": worst first, \"params\": the "
                        "parameters a table of it starts with (the keys PUT /api/system takes), \"kinds\": the "
                        "die kinds it reads, \"after_roll\": the parameters a recorded roll's own after-the-roll "
-                       "actions set (a luck die, a condition marked, a pool's last die forced out)}}",
+                       "actions set (a luck die, a condition marked, a pool's last die forced out), \"fields\": "
+                       "the parameters a GM sets for the next rolls, each with its type, words and range (the /gm "
+                       "page's form)}}",
             "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
                 "type": "object", "additionalProperties": {"type": "object", "properties": {
                     "bands": {"type": "array", "items": {"type": "string"}}, "params": {"type": "object"},
                     "kinds": {"type": "array", "items": {"type": "string"}},
-                    "after_roll": {"type": "array", "items": {"type": "string"}}}}}}}}}}},
+                    "after_roll": {"type": "array", "items": {"type": "string"}},
+                    "fields": {"type": "array", "items": {"type": "object", "required": ["name", "type", "label", "default"],
+                               "properties": {
+                        "name": {"type": "string", "description": "the key PUT /api/system takes"},
+                        "type": {"type": "string", "enum": ["choice", "int", "bool", "json"],
+                                 "description": "choice: one of choices; int: min..max; bool; json: a list or mapping"},
+                        "label": {"type": "string", "description": "a few words for the GM, in the seed's terms"},
+                        "default": {"description": "what a new table of the system starts with"},
+                        "choices": {"type": "array", "items": {"type": "string"}},
+                        "min": {"type": "integer"}, "max": {"type": "integer"},
+                        "blank": {"type": "string", "description": "present where the value may be null: what "
+                                  "null means (\"as many as read\")"}}}}}}}}}}}}},
         "/api/rolls": {"get": {
             "summary": "rolls, newest first",
             "parameters": [{"name": "limit", "in": "query", "required": False,

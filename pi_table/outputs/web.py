@@ -171,13 +171,16 @@ def create_app(service) -> Flask:
         "kinds": [...], "after_roll": [...]}}``, bands worst first, the parameters a table of it starts
         with (their keys are the ones ``PUT /api/system`` takes), the die kinds it reads, and the
         parameters a recorded roll's own after-the-roll actions set (:data:`pi_table.rules.AFTER_ROLL_PARAMS`:
-        "Apply to roll #N" leaves them as the roll has them). The /gm page fills its
-        parameters field and its die kind menus from it."""
+        "Apply to roll #N" leaves them as the roll has them), and ``fields``: the parameters a GM sets
+        for the next rolls (:func:`pi_table.rules.next_roll_params`, each :meth:`Param.to_json
+        <pi_table.rules.Param.to_json>`). The /gm page fills its parameters form and field and its die
+        kind menus from it."""
         from pi_table import rules
 
         return jsonify({s: {"bands": list(rules.BANDS[s]), "params": rules.DEFAULT_PARAMS[s],
                             "kinds": list(rules.KINDS_BY_SYSTEM[s]),
-                            "after_roll": list(rules.AFTER_ROLL_PARAMS.get(s, ()))} for s in rules.SYSTEMS})
+                            "after_roll": list(rules.AFTER_ROLL_PARAMS.get(s, ())),
+                            "fields": [p.to_json() for p in rules.next_roll_params(s)]} for s in rules.SYSTEMS})
 
     @app.get("/")
     def viewer():

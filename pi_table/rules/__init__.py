@@ -12,15 +12,17 @@ Systems: ``contingency-action`` and ``contingency-pool`` (seed 000), ``contingen
 Pure Python (``fractions``, ``math``), no third-party import: safe on the Pi and quick to load.
 """
 
-from pi_table.rules._common import OddsDetail, Resolution, TableEffects
+from pi_table.rules._common import OddsDetail, Param, Resolution, TableEffects
 from pi_table.rules.api import (
     AFTER_ROLL_PARAMS,
     BANDS,
     DEFAULT_PARAMS,
     KINDS_BY_SYSTEM,
     LUCK_DIE_INDEX,
+    PARAMS,
     SYSTEMS,
     check_system,
+    next_roll_params,
     odds,
     odds_detail,
     resolve,
@@ -30,8 +32,8 @@ from pi_table.rules.api import (
 )
 
 __all__ = [
-    "AFTER_ROLL_PARAMS", "BANDS", "DEFAULT_PARAMS", "KINDS_BY_SYSTEM", "LUCK_DIE_INDEX", "SYSTEMS",
-    "OddsDetail", "Resolution", "TableEffects",
-    "check_system", "odds", "odds_detail", "resolve", "resolve_dice", "validate_params",
+    "AFTER_ROLL_PARAMS", "BANDS", "DEFAULT_PARAMS", "KINDS_BY_SYSTEM", "LUCK_DIE_INDEX", "PARAMS", "SYSTEMS",
+    "OddsDetail", "Param", "Resolution", "TableEffects",
+    "check_system", "next_roll_params", "odds", "odds_detail", "resolve", "resolve_dice", "validate_params",
     "validate_table_params",
 ]

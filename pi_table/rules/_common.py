@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 
 # --------------------------------------------------------------------------- results
@@ -193,6 +193,93 @@ def check_unknown(system: str, given: Mapping[str, Any], known: Iterable[str]) -
     for key in given:
         if key not in known:
             raise ValueError(f"unknown option {key!r} for {system} (expected one of {', '.join(known)})")
+
+
+#: The kinds of :class:`Param`: how a value is checked and how the /gm page offers it.
+PARAM_TYPES: tuple[str, ...] = ("choice", "int", "bool", "json")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One table parameter of a system: its default, how its value is checked, and the words and
+    control the /gm page offers it with (``GET /api/systems`` ``fields``, :meth:`to_json`).
+
+    Attributes:
+        name: the key ``PUT /api/system`` takes (``"risk"``).
+        type: one of :data:`PARAM_TYPES`: ``choice`` (one of ``choices``), ``int`` (``low..high``),
+            ``bool``, or ``json`` (a list or mapping, checked by ``parse``; typed as JSON on /gm).
+        default: the value a new table of the system starts with.
+        label: a few words for the GM, in the seed's terms.
+        choices: the values of a ``choice``.
+        low, high: the range of an ``int`` (inclusive).
+        blank: for a parameter that may be None, what None means (``"as many as read"``); ``""``
+            for one that may not.
+        parse: a check of its own in place of the type's (``value -> value``, raising ValueError),
+            where the type's alone would refuse values the rules take (a target's difficulty name).
+    """
+
+    name: str
+    type: str
+    default: Any
+    label: str
+    choices: tuple[str, ...] = ()
+    low: int | None = None
+    high: int | None = None
+    blank: str = ""
+    parse: Callable[[Any], Any] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.type not in PARAM_TYPES:
+            raise ValueError(f"param {self.name}: type must be one of {', '.join(PARAM_TYPES)}, got {self.type!r}")
+
+    def check(self, value: Any) -> Any:
+        """``value`` checked (and, by ``parse``, normalised); ValueError naming the parameter and the
+        value otherwise (:func:`check_choice`, :func:`check_int`, :func:`check_bool`)."""
+        if value is None and self.blank:
+            return None
+        if self.parse is not None:
+            return self.parse(value)
+        if self.type == "choice":
+            return check_choice(self.name, value, self.choices)
+        if self.type == "int":
+            return check_int(self.name, value, self.low, self.high)
+        if self.type == "bool":
+            return check_bool(self.name, value)
+        return value
+
+    def to_json(self) -> dict:
+        """``{"name", "type", "label", "default"}`` and, where they apply, ``choices``, ``min``, ``max``
+        and ``blank`` (what an empty value means)."""
+        out: dict[str, Any] = {"name": self.name, "type": self.type, "label": self.label, "default": self.default}
+        if self.choices:
+            out["choices"] = list(self.choices)
+        if self.low is not None:
+            out["min"] = self.low
+        if self.high is not None:
+            out["max"] = self.high
+        if self.blank:
+            out["blank"] = self.blank
+        return out
+
+
+def defaults_of(params: Sequence[Param]) -> dict[str, Any]:
+    """``{name: default}`` of ``params``, in their order: the parameters a new table starts with."""
+    return {p.name: p.default for p in params}
+
+
+def check_params(system: str, given: Mapping[str, Any], params: Sequence[Param]) -> dict:
+    """The table parameters ``given`` for ``system`` with the defaults of ``params`` filled in and
+    each value checked by its :class:`Param` (a new dict; a normalised value replaces the given one).
+
+    Raises:
+        ValueError: an unknown key or a bad value, named (the first found, in ``params``' order).
+    """
+    check_unknown(system, given, (p.name for p in params))
+    out = defaults_of(params)
+    out.update(given)
+    for p in params:
+        out[p.name] = p.check(out[p.name])
+    return out
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

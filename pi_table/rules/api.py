@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping, Sequence
 
 from pi_table.rules import charge, contingency, contract, skill
-from pi_table.rules._common import OddsDetail, Resolution, check_unknown, plural
+from pi_table.rules._common import OddsDetail, Param, Resolution, check_unknown, defaults_of, plural
 
 #: Every system of the kit (RULES.md), in the order of its sections.
 SYSTEMS: tuple[str, ...] = ("contingency-action", "contingency-pool", "contingency-skill", "charge", "contract")
@@ -24,14 +24,18 @@ BANDS: dict[str, tuple[str, ...]] = {
     "contract": contract.BANDS,
 }
 
-#: The parameters a table starts with, per system (JSON-serialisable).
-DEFAULT_PARAMS: dict[str, dict] = {
-    "contingency-action": dict(contingency.ACTION_DEFAULTS),
-    "contingency-pool": dict(contingency.POOL_DEFAULTS),
-    "contingency-skill": dict(skill.DEFAULTS),
-    "charge": dict(charge.DEFAULTS),
-    "contract": dict(contract.DEFAULTS),
+#: Each system's table parameters (:class:`pi_table.rules._common.Param`: default, check, label), in the
+#: order :data:`DEFAULT_PARAMS` lists them.
+PARAMS: dict[str, tuple[Param, ...]] = {
+    "contingency-action": contingency.ACTION_PARAMS,
+    "contingency-pool": contingency.POOL_PARAMS,
+    "contingency-skill": skill.PARAMS,
+    "charge": charge.PARAMS,
+    "contract": contract.PARAMS,
 }
+
+#: The parameters a table starts with, per system (JSON-serialisable).
+DEFAULT_PARAMS: dict[str, dict] = {system: defaults_of(params) for system, params in PARAMS.items()}
 
 _VALIDATE: dict[str, Callable[[Mapping[str, Any]], dict]] = {
     "contingency-action": contingency.validate_action_params,
@@ -70,6 +74,13 @@ OFFERS_TAKEN_UP: dict[str, tuple[str, ...]] = {"contingency-skill": ("mark_condi
 #: (seed 001 "Luck Dice"). The /gm page's "Apply to roll #N" leaves them as the roll has them.
 AFTER_ROLL_PARAMS: dict[str, tuple[str, ...]] = {**OFFERS_TAKEN_UP,
                                                  "contingency-skill": ("luck", *OFFERS_TAKEN_UP["contingency-skill"])}
+
+
+def next_roll_params(system: str) -> tuple[Param, ...]:
+    """The parameters of ``system`` a GM sets for the next rolls (``PUT /api/system``; the /gm page's
+    form, ``GET /api/systems`` ``fields``): all of :data:`PARAMS` but the offers taken up on a recorded
+    roll (:data:`OFFERS_TAKEN_UP`), which have their own controls. ValueError for an unknown system."""
+    return tuple(p for p in PARAMS[check_system(system)] if p.name not in OFFERS_TAKEN_UP.get(system, ()))
 
 
 def validate_table_params(system: str, params: Mapping[str, Any]) -> dict:

@@ -27,12 +27,13 @@ from pi_table.rules._common import (
     OddsDetail,
     Resolution,
     TableEffects,
-    check_bool,
     check_choice,
     check_faces,
     check_int,
-    check_unknown,
+    check_params,
+    defaults_of,
     plural,
+    Param,
 )
 
 SYSTEM = "charge"
@@ -63,10 +64,19 @@ STRESS_SEGMENTS = 4
 MAX_DICE = 20
 MIN_DICE = -20
 
-DEFAULTS: dict[str, Any] = {
-    "risk": "moderate", "effect": "standard", "dots": None, "roll": "action",
-    "assist": False, "push": "none", "tension": False,
-}
+#: The table parameters of a Charge roll (seed 004), as ``PUT /api/system`` takes them and /gm offers them.
+PARAMS: tuple[Param, ...] = (
+    Param("risk", "choice", "moderate", "risk (consequence rating 1, 2, 3)", choices=RISKS),
+    Param("effect", "choice", "standard", "effect (progress segments 1, 2, 3)", choices=EFFECTS),
+    Param("dots", "int", None, "dots (action dots, likelihood dice, or momentum spent on a determination roll)",
+          low=MIN_DICE, high=MAX_DICE, blank="as many dice as read"),
+    Param("roll", "choice", "action", "roll", choices=ROLLS),
+    Param("assist", "bool", False, "assist: +1 die, a teammate pays 1 momentum"),
+    Param("push", "choice", "none", "push yourself (2 momentum): for a die, for effect, or to act while taken out",
+          choices=PUSHES),
+    Param("tension", "bool", False, "add tension: +1 die"),
+)
+DEFAULTS: dict[str, Any] = defaults_of(PARAMS)
 
 
 def consequence_rating(risk: str) -> int:
@@ -172,17 +182,7 @@ def validate_params(params: Mapping[str, Any]) -> dict:
     as many dice as read, bonus dice included), ``roll`` (:data:`ROLLS`), ``assist`` (bool),
     ``push`` (:data:`PUSHES`), ``tension`` (bool). Raises ValueError naming a bad key or value.
     """
-    check_unknown(SYSTEM, params, DEFAULTS)
-    out = dict(DEFAULTS)
-    out.update(params)
-    check_choice("risk", out["risk"], RISKS)
-    check_choice("effect", out["effect"], EFFECTS)
-    check_choice("roll", out["roll"], ROLLS)
-    check_choice("push", out["push"], PUSHES)
-    check_bool("assist", out["assist"])
-    check_bool("tension", out["tension"])
-    if out["dots"] is not None:
-        check_int("dots", out["dots"], MIN_DICE, MAX_DICE)
+    out = check_params(SYSTEM, params, PARAMS)
     if out["roll"] != "action" and (out["assist"] or out["push"] != "none" or out["tension"]):
         raise ValueError(f"bonus dice (assist, push, tension) apply to action rolls only, not a {out['roll']} roll")
     if out["push"] == "die" and out["tension"]:

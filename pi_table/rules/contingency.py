@@ -29,8 +29,10 @@ from pi_table.rules._common import (
     check_choice,
     check_faces,
     check_int,
-    check_unknown,
+    check_params,
+    defaults_of,
     plural,
+    Param,
 )
 
 ACTION = "contingency-action"
@@ -61,8 +63,22 @@ FORCED_WHY: dict[str, str] = {
     "tension": "last die forced out: the GM spends a tension token",
 }
 
-ACTION_DEFAULTS: dict[str, Any] = {"stat": None, "pressure": None}
-POOL_DEFAULTS: dict[str, Any] = {"pool": None, "drop": "none", "action": False, "force": "none"}
+#: The table parameters of an action roll (seed 000), as ``PUT /api/system`` takes them and /gm offers them.
+ACTION_PARAMS: tuple[Param, ...] = (
+    Param("stat", "int", None, "stat tested: action d8s (0: the zero-dice rule, two d8, the lower counts)",
+          low=0, high=MAX_DICE, blank="as many d8 as read"),
+    Param("pressure", "int", None, "pressure dice (d6)", low=0, high=MAX_PRESSURE, blank="as many d6 as read"),
+)
+#: The table parameters of a resource pool roll (seed 000 "Diminishing Resource Pools").
+POOL_PARAMS: tuple[Param, ...] = (
+    Param("pool", "int", None, "dice in the pool (d8)", low=1, high=MAX_DICE, blank="as many as read"),
+    Param("drop", "choice", "none", "drop a die before the roll: for greater effect, or at the cost of a consequence",
+          choices=DROPS),
+    Param("action", "bool", False, "the roll performs an action (its band is the highest die)"),
+    Param("force", "choice", "none", "last die that stayed forced out: by a mark, or a tension token", choices=FORCES),
+)
+ACTION_DEFAULTS: dict[str, Any] = defaults_of(ACTION_PARAMS)
+POOL_DEFAULTS: dict[str, Any] = defaults_of(POOL_PARAMS)
 
 _NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
 
@@ -140,14 +156,7 @@ class ActionResolution(Resolution):
 def validate_action_params(params: Mapping[str, Any]) -> dict:
     """Table parameters of contingency-action: ``stat`` (0..20 or None = as many d8 as read)
     and ``pressure`` (expected number of d6 pressure dice, 0..20, or None = as read)."""
-    check_unknown(ACTION, params, ACTION_DEFAULTS)
-    out = dict(ACTION_DEFAULTS)
-    out.update(params)
-    if out["stat"] is not None:
-        check_int("stat", out["stat"], 0, MAX_DICE)
-    if out["pressure"] is not None:
-        check_int("pressure", out["pressure"], 0, MAX_PRESSURE)
-    return out
+    return check_params(ACTION, params, ACTION_PARAMS)
 
 
 def resolve_action(action: Sequence[int], pressure: Sequence[int] = (), stat: int | None = None) -> ActionResolution:
@@ -346,15 +355,7 @@ def validate_pool_params(params: Mapping[str, Any]) -> dict:
     read), ``drop`` (one of :data:`DROPS`), ``action`` (bool: the roll performs an action,
     so its band is the highest die) and ``force`` (one of :data:`FORCES`: a last die that
     stays is forced out by a mark or a tension token). Raises ValueError naming a bad key or value."""
-    check_unknown(POOL, params, POOL_DEFAULTS)
-    out = dict(POOL_DEFAULTS)
-    out.update(params)
-    if out["pool"] is not None:
-        check_int("pool", out["pool"], 1, MAX_DICE)
-    check_choice("drop", out["drop"], DROPS)
-    check_bool("action", out["action"])
-    check_choice("force", out["force"], FORCES)
-    return out
+    return check_params(POOL, params, POOL_PARAMS)
 
 
 def pool_read(faces: Sequence[int], action: bool) -> tuple[int, int, int]:

@@ -17,9 +17,11 @@ from pi_table.rules._common import (
     TableEffects,
     check_faces,
     check_int,
-    check_unknown,
+    check_params,
+    defaults_of,
     plural,
     poly_pow,
+    Param,
 )
 
 SYSTEM = "contract"
@@ -29,7 +31,13 @@ BANDS: tuple[str, ...] = ("botch", "failure", "partial", "complete", "exceptiona
 MAX_DICE = 30
 MIN_DIFFICULTY = 2
 MAX_DIFFICULTY = 10
-DEFAULTS: dict[str, Any] = {"difficulty": 6, "dice": None}
+#: The table parameters of a Contract roll (seed 003), as ``PUT /api/system`` takes them and /gm offers them.
+PARAMS: tuple[Param, ...] = (
+    Param("difficulty", "int", 6, "difficulty: a die at or above it is a success", low=MIN_DIFFICULTY,
+          high=MAX_DIFFICULTY),
+    Param("dice", "int", None, "dice in the pool (d10)", low=1, high=MAX_DICE, blank="as many as read"),
+)
+DEFAULTS: dict[str, Any] = defaults_of(PARAMS)
 
 
 def band_of(successes: int) -> str:
@@ -79,13 +87,7 @@ class ContractResolution(Resolution):
 def validate_params(params: Mapping[str, Any]) -> dict:
     """``difficulty`` (2..10, default 6) and ``dice`` (expected pool 1..30, or None = as read).
     Raises ValueError naming a bad key or value."""
-    check_unknown(SYSTEM, params, DEFAULTS)
-    out = dict(DEFAULTS)
-    out.update(params)
-    check_int("difficulty", out["difficulty"], MIN_DIFFICULTY, MAX_DIFFICULTY)
-    if out["dice"] is not None:
-        check_int("dice", out["dice"], 1, MAX_DICE)
-    return out
+    return check_params(SYSTEM, params, PARAMS)
 
 
 def resolve(dice: Sequence[int], difficulty: int = 6) -> ContractResolution:

@@ -45,8 +45,10 @@ from pi_table.rules._common import (
     TableEffects,
     check_bool,
     check_int,
-    check_unknown,
+    check_params,
+    defaults_of,
     plural,
+    Param,
 )
 
 SYSTEM = "contingency-skill"
@@ -64,11 +66,6 @@ MAX_MODIFIER = 20
 MAX_ACTIONS = 6
 MOVE_COST = 2
 
-DEFAULTS: dict[str, Any] = {
-    "target": 4, "advantage": 0, "disadvantage": 0, "modifiers": None, "luck": False,
-    "action_number": 1, "penalty_choice": None, "reposition": False, "path": None,
-    "percentile": False, "chance": None, "mark_condition": False,
-}
 
 
 # --------------------------------------------------------------------------- small rules
@@ -314,8 +311,39 @@ def _check_modifiers_param(modifiers: Any) -> Any:
     return mods
 
 
+def _check_path(path: Any) -> list[int]:
+    """A Reposition's ``path``: the terrain modifiers (0..20) of the zones on the way, start first
+    (seed 002 "Challenging Terrain"); ValueError naming a bad one."""
+    if isinstance(path, (str, bytes)) or not isinstance(path, Iterable):
+        raise ValueError(f"path must be a list of terrain modifiers, got {path!r}")
+    return [check_int("terrain", t, 0, 20) for t in path]
+
+
+#: The table parameters of a skill check (seeds 001, 002), as ``PUT /api/system`` takes them and /gm offers them.
+PARAMS: tuple[Param, ...] = (
+    Param("target", "int", 4, "target difficulty (4 Moderate, 6 Hard, 8 Very Difficult)",
+          low=1, high=MAX_TARGET, parse=parse_target),
+    Param("advantage", "int", 0, "advantage units", low=0, high=MAX_UNITS),
+    Param("disadvantage", "int", 0, "disadvantage units", low=0, high=MAX_UNITS),
+    Param("modifiers", "json", None, 'face modifiers: {"d6": 1} per kind, or one per die [0, 1, 0]',
+          blank="none", parse=_check_modifiers_param),
+    Param("luck", "bool", False, "a luck die rolled with the check (read as the 4th die)"),
+    Param("action_number", "int", 1, "action this round (the n-th carries n-1 penalties of -2)", low=1,
+          high=MAX_ACTIONS),
+    Param("penalty_choice", "int", None, "how the penalties are applied (a way's number, in the roll's list)",
+          low=0, high=10_000, blank="the recommended way"),
+    Param("reposition", "bool", False, "a Reposition roll: report movement points"),
+    Param("path", "json", None, "terrain modifiers of the zones on the way, start first: [0, 2, 0]",
+          blank="open ground", parse=_check_path),
+    Param("percentile", "bool", False, "a percentile roll (d100: a tens and a ones d10)"),
+    Param("chance", "int", None, "X of an \"X% chance\"", low=0, high=100, blank="no chance given"),
+    Param("mark_condition", "bool", False, "a condition marked: a check failed by one barely succeeds"),
+)
+DEFAULTS: dict[str, Any] = defaults_of(PARAMS)
+
+
 def validate_params(params: Mapping[str, Any]) -> dict:
-    """Fill the defaults of :data:`DEFAULTS` and check every value.
+    """Fill the defaults of :data:`DEFAULTS` and check every value (:data:`PARAMS`).
 
     Keys: ``target`` (1..30 or a difficulty name; default 4 Moderate), ``advantage`` and
     ``disadvantage`` (units, 0..10), ``modifiers`` (None, ``{kind: n}`` or three ints,
@@ -328,27 +356,7 @@ def validate_params(params: Mapping[str, Any]) -> dict:
     succeed a check failed by exactly one, seed 001 "Failing By One"; set by the GM on the
     recorded roll; changes nothing on any other roll). Raises ValueError naming a bad key or value.
     """
-    check_unknown(SYSTEM, params, DEFAULTS)
-    out = dict(DEFAULTS)
-    out.update(params)
-    out["target"] = parse_target(out["target"])
-    check_int("advantage", out["advantage"], 0, MAX_UNITS)
-    check_int("disadvantage", out["disadvantage"], 0, MAX_UNITS)
-    out["modifiers"] = _check_modifiers_param(out["modifiers"])
-    check_bool("luck", out["luck"])
-    check_int("action_number", out["action_number"], 1, MAX_ACTIONS)
-    if out["penalty_choice"] is not None:
-        check_int("penalty_choice", out["penalty_choice"], 0, 10_000)
-    check_bool("reposition", out["reposition"])
-    if out["path"] is not None:
-        if isinstance(out["path"], (str, bytes)) or not isinstance(out["path"], Iterable):
-            raise ValueError(f"path must be a list of terrain modifiers, got {out['path']!r}")
-        out["path"] = [check_int("terrain", t, 0, 20) for t in out["path"]]
-    check_bool("percentile", out["percentile"])
-    if out["chance"] is not None:
-        check_int("chance", out["chance"], 0, 100)
-    check_bool("mark_condition", out["mark_condition"])
-    return out
+    return check_params(SYSTEM, params, PARAMS)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -54,8 +54,77 @@ $("system").onchange = () => {
   const sys = $("system").value;
   const params = sys === table.system ? table.params : (systems[sys] || {}).params;
   if (params) $("params").value = JSON.stringify(params);
+  drawForm();
   drawRollParams();
 };
+
+// The parameters form: one control per parameter the picked system takes for the next rolls (GET
+// /api/systems "fields": a menu for a choice, a number for an int, a box for a yes/no, a JSON field for a
+// list), drawn from the JSON field and writing into it, which "Use for next rolls" and "Apply to roll #N"
+// send. An empty number is null where the field says what that means ("as many as read").
+function paramValues() {
+  try { const v = JSON.parse($("params").value || "{}"); return v && typeof v === "object" && !Array.isArray(v) ? v : null; }
+  catch (e) { return null; }
+}
+function setParam(name, value) {
+  const params = paramValues();
+  if (!params) { say("the JSON field below is not valid JSON: fix it, or pick the system again"); return; }
+  params[name] = value;
+  $("params").value = JSON.stringify(params);
+  drawRollParams();
+}
+function paramControl(f) {
+  const mk = (tag) => document.createElement(tag);
+  const label = mk("label"), text = mk("span"); text.textContent = f.label.charAt(0).toUpperCase() + f.label.slice(1);
+  let c;
+  if (f.type === "choice") {
+    c = mk("select");
+    for (const v of f.choices) { const o = mk("option"); o.value = o.textContent = v; c.appendChild(o); }
+    c.onchange = () => setParam(f.name, c.value);
+  } else if (f.type === "bool") {
+    c = mk("input"); c.type = "checkbox"; label.className = "radio";
+    c.onchange = () => setParam(f.name, c.checked);
+  } else if (f.type === "int") {
+    c = mk("input"); c.type = "number"; c.inputMode = "numeric"; c.step = 1;
+    if (f.min !== undefined) c.min = f.min;
+    if (f.max !== undefined) c.max = f.max;
+    if (f.blank) c.placeholder = f.blank;
+    c.oninput = () => {
+      if (c.value === "" && f.blank && !c.validity.badInput) setParam(f.name, null);
+      else if (c.value !== "" && Number.isInteger(Number(c.value))) setParam(f.name, Number(c.value));
+    };
+  } else {  // json: a list or a mapping, typed as JSON
+    c = mk("input"); c.spellcheck = false; c.autocapitalize = "off";
+    if (f.blank) c.placeholder = f.blank;
+    c.oninput = () => {
+      if (c.value.trim() === "" && f.blank) { c.classList.remove("bad"); setParam(f.name, null); return; }
+      try { const v = JSON.parse(c.value); c.classList.remove("bad"); setParam(f.name, v); }
+      catch (e) { c.classList.add("bad"); }
+    };
+  }
+  c.dataset.param = f.name; c.setAttribute("aria-label", f.name);
+  if (f.type === "bool") label.append(c, text); else label.append(text, c);
+  return label;
+}
+function drawForm() {
+  const box = $("param-form"), sys = $("system").value, fields = (systems[sys] || {}).fields || [];
+  if (box.dataset.system !== sys) {
+    box.replaceChildren(...fields.map(paramControl));
+    box.dataset.system = sys;
+  }
+  const params = paramValues();
+  if (!params) return;
+  for (const c of box.querySelectorAll("[data-param]")) {
+    if (c === document.activeElement) continue;  // the GM is typing in it
+    const v = params[c.dataset.param];
+    if (c.type === "checkbox") c.checked = v === true;
+    else if (c.tagName === "SELECT") c.value = v;
+    else if (c.type === "number") c.value = Number.isInteger(v) ? String(v) : "";
+    else c.value = v === null || v === undefined ? "" : JSON.stringify(v);
+    c.classList.remove("bad");
+  }
+}
+$("params").addEventListener("input", drawForm);
 
 // "Apply to roll #N": the parameters field set on the roll being corrected, after it (the GM forgot to set
 // them first; PUT /api/rolls/<id>/params). Only for a roll of the system picked here (a roll
@@ -83,6 +152,7 @@ async function refresh() {
   $("tokens").textContent = `tension ${t.tension} · GM omens ${t.gm_omens} · momentum ${t.momentum}`;
   table = { system: s.system, params: s.params };
   fill($("system"), s.system); fill($("params"), JSON.stringify(s.params));
+  drawForm();
   drawPlayers(s.players || [], s.roller);
   drawAssister(s.players || [], s.roller, s.assister, s.system);
   const sess = await (await fetch("/gm/session")).json();
