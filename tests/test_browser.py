@@ -920,6 +920,25 @@ def test_gm_menus_fit_a_small_phone_with_long_player_names(served, page):
     assert page.evaluate("document.documentElement.scrollWidth") <= 320
 
 
+def test_a_long_name_without_spaces_fits_a_small_phone(served, page):
+    """A player's name may be 40 characters with no space (a nickname, a handle): the viewer's players
+    list, the roll card's "X's roll · Y assists" and the GM's players list wrap it inside a 390-px
+    phone instead of making the page scroll sideways."""
+    service, base = served
+    service.set_system("charge", {"assist": True})
+    long_a, long_b = "W" * 20 + "olfeschlegelsteinhau", "Q" * 40
+    a, b = service.add_player(long_a), service.add_player(long_b)
+    service.set_roller(a.id)
+    service.set_assister(b.id)
+    roll_now(service)
+    page.goto(base + "/")
+    page.wait_for_function(f"document.body.innerText.includes('{long_a}')", timeout=10_000)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    gm_login(page, base)
+    page.wait_for_function(f"document.getElementById('players').innerText.includes('{long_b}')", timeout=10_000)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
 def test_gm_adds_a_skill_checks_luck_die_typed_or_read_from_the_tray(served, page):
     """Seed 001 "Luck Dice": after the result the player may roll one die of the result die's size.
     On /gm the skill check being corrected offers "Luck die (d8)": "read it from the tray" has the
