@@ -679,6 +679,30 @@ def test_gm_sets_the_next_rolls_parameters_with_the_form(served, page):
     assert (service.state().params["target"], service.state().params["modifiers"]) == (7, {"d6": 1})
 
 
+def test_a_phone_joins_from_the_qr_code_another_phone_shows(served, page):
+    """"Join from another phone" on the viewer and "Players join" on /gm show the players' page's address
+    and its QR code (GET /api/join, /join.svg): the code, photographed off the screen, reads as that
+    address (OpenCV's QR decoder), which ends in the server's port."""
+    import cv2
+
+    service, base = served
+    port = base.rsplit(":", 1)[1]
+    for path, login in (("/", False), ("/gm", True)):
+        if login:
+            gm_login(page, base)
+        else:
+            page.goto(base + path)
+        page.click("#join summary")
+        page.wait_for_function("document.getElementById('join-url').textContent.length > 0", timeout=10_000)
+        page.wait_for_function("document.getElementById('join-qr').naturalWidth > 0", timeout=10_000)
+        url = page.inner_text("#join-url")
+        assert url.startswith("http://") and url.endswith(f":{port}/"), url
+        shot = np.frombuffer(page.locator("#join-qr").screenshot(), np.uint8)
+        text, _, _ = cv2.QRCodeDetector().detectAndDecode(cv2.imdecode(shot, cv2.IMREAD_COLOR))
+        assert text == url, path
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
 def test_gm_picking_another_system_shows_its_parameters(served, page):
     """Picking another system on /gm fills the parameters field with that system's own keys
     (its defaults), so "Use for next rolls" works at once: the field kept the old system's

@@ -58,7 +58,7 @@ def test_state_shape(client):
 
 
 def test_pages_are_served_without_cdn(client):
-    for path in ("/", "/gm", "/static/app.js", "/static/gm.js", "/static/bands.js", "/static/style.css"):
+    for path in ("/", "/gm", "/static/app.js", "/static/gm.js", "/static/bands.js", "/static/join.js", "/static/style.css"):
         resp = client.get(path)
         assert resp.status_code == 200, path
         assert b"https://" not in resp.data and b"http://" not in resp.data, path
@@ -270,6 +270,35 @@ def test_a_json_body_sent_without_a_json_content_type_is_named(client):
     resp = client.post("/api/tokens/tension", data='{"delta": 1}', headers=AUTH)
     assert resp.status_code == 400 and "Content-Type 'none'" in resp.get_json()["error"]
     assert client.get("/api/state").get_json()["tokens"]["tension"] == 0
+
+
+def test_join_gives_the_address_the_other_phones_open(client, monkeypatch):
+    """GET /api/join and /join.svg (the QR code the pages show): the address the request came to,
+    which a phone on the table's network reached; for a request to the machine itself (localhost,
+    127.0.0.1, ::1) the same port at the machine's address on its network, or as it came where
+    there is none."""
+    from pi_table.outputs import web
+
+    assert client.get("/api/join", headers={"Host": "10.1.2.3:8080"}).get_json() == {"url": "http://10.1.2.3:8080/"}
+    assert client.get("/api/join", headers={"Host": "raspberrypi.local"}).get_json() == {"url": "http://raspberrypi.local/"}
+    monkeypatch.setattr(web, "lan_address", lambda: "192.168.1.23")
+    for host in ("localhost:8080", "127.0.0.1:8080", "[::1]:8080"):
+        assert client.get("/api/join", headers={"Host": host}).get_json() == {"url": "http://192.168.1.23:8080/"}, host
+    monkeypatch.setattr(web, "lan_address", lambda: None)
+    assert client.get("/api/join", headers={"Host": "localhost:8080"}).get_json() == {"url": "http://localhost:8080/"}
+    resp = client.get("/join.svg", headers={"Host": "10.1.2.3:8080"})
+    assert resp.status_code == 200 and resp.mimetype == "image/svg+xml" and resp.data.startswith(b"<?xml")
+    assert resp.data != client.get("/join.svg", headers={"Host": "10.1.2.4:8080"}).data  # another address, another code
+
+
+def test_lan_address_is_an_address_or_none():
+    """lan_address: a dotted IPv4 address other than loopback, or None (no network: CI, a Pi before its wifi)."""
+    import ipaddress
+
+    from pi_table.outputs.web import lan_address
+
+    address = lan_address()
+    assert address is None or not ipaddress.IPv4Address(address).is_loopback
 
 
 def test_systems_lists_each_systems_bands_and_starting_params(client):

@@ -109,6 +109,13 @@ SPEC: dict = {
     },
     "paths": {
         "/api/state": {"get": {"summary": "the table now", "responses": {"200": _json("State")}}},
+        "/api/join": {"get": {
+            "summary": "where the other phones at the table open the viewer: the address this request came to, or for "
+                       "a request to the machine itself (localhost) the same port at its address on its network; "
+                       "/join.svg is the same address as a QR code (SVG), which the pages show",
+            "responses": {"200": {"description": "ok", "content": {"application/json": {"schema": {
+                "type": "object", "required": ["url"], "properties": {"url": {"type": "string",
+                                                                            "example": "http://192.168.1.23:8080/"}}}}}}}}},
         "/api/events": {"get": {
             "summary": "live events (text/event-stream): event `state` (first, then on every change) carries "
                        "/api/state; event `roll` carries a Roll",

@@ -195,6 +195,25 @@ def create_app(service) -> Flask:
         """The pages' icon (a die, SVG): they link it; this answers browsers and tools that ask anyway."""
         return send_file(STATIC / "icon.svg", mimetype="image/svg+xml", max_age=86400)
 
+    @app.get("/api/join")
+    def join():
+        """Where the phones at the table open the viewer: ``{"url": "http://192.168.1.23:8080/"}``
+        (:func:`join_url`); the pages show it with its QR code, ``/join.svg``."""
+        return jsonify({"url": join_url(request.host_url)})
+
+    @app.get("/join.svg")
+    def join_qr():
+        """The viewer's address (:func:`join_url`) as a QR code, SVG (segno): a phone's camera opens
+        the page from it, shown on another phone's /gm or viewer."""
+        import io
+
+        import segno
+
+        out = io.BytesIO()
+        segno.make(join_url(request.host_url), error="m").save(out, kind="svg", scale=6, border=2,
+                                                                dark="#000000", light="#ffffff")
+        return Response(out.getvalue(), mimetype="image/svg+xml", headers={"Cache-Control": "no-cache"})
+
     @app.post("/gm/login")
     def gm_login():
         client = request.remote_addr or "?"
@@ -419,6 +438,35 @@ def create_app(service) -> Flask:
     return app
 
 
+def lan_address() -> str | None:
+    """This machine's IPv4 address on its local network, the one phones at the table reach it at, or
+    None without a network. It is the source address of a route to a private address (a UDP socket
+    connected, which sends nothing)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("10.254.254.254", 9))
+            address = s.getsockname()[0]
+        except OSError:
+            return None
+    return None if address.startswith("127.") or address == "0.0.0.0" else address
+
+
+def join_url(host_url: str) -> str:
+    """The viewer's address for the other phones at the table: ``host_url`` (``http://host:port/``,
+    the address this request came to, which a phone on the same network reached), but for a request
+    to this machine itself (localhost, 127.0.0.1, ::1) the same port at :func:`lan_address`, which
+    the others can reach (``host_url`` where there is none)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(host_url)
+    if parts.hostname not in ("localhost", "::1") and not (parts.hostname or "").startswith("127."):
+        return host_url
+    address = lan_address()
+    if address is None:
+        return host_url
+    return f"{parts.scheme}://{address}{f':{parts.port}' if parts.port else ''}/"
+
+
 def make_server(service, host: str, port: int):
     """A waitress server for the app (port 0 picks a free port: see ``effective_port``)."""
     from waitress.server import create_server
@@ -494,7 +542,14 @@ def serve_forever(service, server, host: str) -> None:
     """Serve the app on ``server`` (:func:`listen`'s, bound to ``host``) with waitress until
     SIGTERM/SIGINT (the caller installs :func:`install_stop_handlers` first, before its capture
     starts); then stop the capture loop cleanly."""
-    log.info("web page on http://%s:%s/ (GM page /gm)", host, server.effective_port)
+    port = server.effective_port
+    if host in ("0.0.0.0", "::", ""):  # every address: name the ones phones open
+        address = lan_address()
+        where = (f"phones on this network open http://{address}:{port}/ or http://{socket.gethostname()}.local:{port}/"
+                 if address else "no network found yet: phones open http://<this machine's address>:%d/" % port)
+        log.info("web page on http://%s:%s/: %s (GM page /gm; /gm shows a QR code to join)", host, port, where)
+    else:
+        log.info("web page on http://%s:%s/ (GM page /gm)", host, port)
     try:
         server.run()
     finally:
