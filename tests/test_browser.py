@@ -944,6 +944,22 @@ def test_gm_menus_fit_a_small_phone_with_long_player_names(served, page):
     assert page.evaluate("document.documentElement.scrollWidth") <= 320
 
 
+def test_history_says_who_rolled(served, page):
+    """The viewer's history names each roll's roller beside its system ("Ana · Charge · action roll"),
+    as the newest roll's card does: with several players at the table, the list alone said only what
+    was rolled, not by whom."""
+    service, base = served
+    ana, ben = service.add_player("Ana"), service.add_player("Ben")
+    service.set_roller(ana.id)
+    roll_now(service)
+    service.set_roller(ben.id)
+    roll_now(service)
+    page.goto(base + "/")
+    page.wait_for_function("document.querySelectorAll('#history li').length === 1", timeout=10_000)
+    assert page.inner_text("#history li .s") == "Ana · Charge · action roll"  # the older roll; Ben's is the card
+    assert page.inner_text("#by") == "Ben's roll"
+
+
 def test_a_long_name_without_spaces_fits_a_small_phone(served, page):
     """A player's name may be 40 characters with no space (a nickname, a handle): the viewer's players
     list, the roll card's "X's roll · Y assists" and the GM's players list wrap it inside a 390-px

@@ -196,7 +196,7 @@ function drawHistory() {
     const li = el("li", "band-" + (BANDS[r.outcome] || "none"));
     li.dataset.id = r.id;
     li.appendChild(el("span", "o", words(r.outcome)));
-    li.appendChild(el("span", "s", systemLine(r)));
+    li.appendChild(el("span", "s", [r.player && r.player.name, systemLine(r)].filter(Boolean).join(" · ")));  // who rolled, what
     if (r.odds && r.odds[r.outcome]) li.appendChild(el("span", "c", pct(r.odds[r.outcome].p)));
     li.appendChild(el("span", "f", r.dice.map((d) => d.status === "ok" ? d.face : "?").join(" ")));
     li.appendChild(el("span", "t", new Date(r.time * 1000).toLocaleTimeString()));
