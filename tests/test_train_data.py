@@ -1408,9 +1408,9 @@ def test_card_names_a_bad_folder_in_one_line_before_measuring(tmp_path, capsys, 
     }[case]
     if case == "models without splits":
         (models / "splits.json").unlink()
-    before = {p.name: p.read_bytes() for p in models.iterdir()}
+    before = {str(p.relative_to(models)): p.read_bytes() for p in models.rglob('*') if p.is_file()}
     with pytest.raises(SystemExit) as stop:
         main(["--models", str(models), "--data", str(data), *argv])
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and len(err) == 1 and err[0].startswith(f"python3 -m pi_table.train.card: error: {says}"), err
-    assert {p.name: p.read_bytes() for p in models.iterdir()} == before
+    assert {str(p.relative_to(models)): p.read_bytes() for p in models.rglob('*') if p.is_file()} == before
