@@ -941,6 +941,8 @@ def test_cocked_card_gives_the_training_command_and_the_calib_flat_target(tmp_pa
                                      "flat_flagged": 0.05, "flat_read_right": 0.9}}}}
     write_cocked_card(args, ck, {"cocked.onnx": 904000}, real, rend)
     card = (tmp_path / "cocked.md").read_text()
+    assert card.splitlines()[2] == ("How each shipped choice was made, and what was tried and not shipped: "
+                                    "models/history/cocked.md.")
     assert ("python3 -m pi_table.train.cocked --data ../shared/data/real --renders renders/train --renders renders/num "
             "--out models/ --seed 0 --threads 1") in card
     assert "(CPU, 1 thread(s), seed 0, 3150.1 s)" in card
@@ -964,6 +966,47 @@ def test_cocked_card_gives_the_training_command_and_the_calib_flat_target(tmp_pa
     write_cocked_card(args, ck, {"cocked.onnx": 904000}, real, rend)
     card = (tmp_path / "cocked.md").read_text()
     assert "--seed 0 --threads 1\n```" in card and "--threads 2 --calibrate-only --flat-target 0.001" in card
+
+
+def test_card_gives_each_run_with_the_options_its_log_recorded():
+    """pi_table.train.card.recorded_options: the options of a logged run (the trainers log
+    ``str(vars(args))``) that differ from the trainer's defaults, as a command gives them: the card's
+    recalibration command had only --calib-renders, and said "weights unchanged" of a run that
+    quantised the classifiers (--int8) and chose the numbered kinds' thresholds at their own target."""
+    from pi_table.train.__main__ import parse_args
+    from pi_table.train.card import recorded_options
+
+    shipped = json.loads((REPO_MODELS / "train-log.json").read_text())["recalibrated"]["args"]
+    options = recorded_options(shipped, parse_args, ["--data", "x", "--out", "y"],
+                               skip=("data", "renders", "out", "seed", "threads", "smoke", "calibrate_only"))
+    assert options == ["--calib-renders renders/big", "--numbered-wrong-target 0.0015", "--int8"]
+    logged = {"renders": "[PosixPath('renders/train'), PosixPath('renders/num')]", "steps": "16000",
+              "channels": "(8, 16, 32, 64)", "channels_last": "True", "int8": "False", "seed": "0"}
+    assert recorded_options(logged, parse_args, ["--data", "x", "--out", "y"], skip=("seed",)) == [
+        "--renders renders/train", "--renders renders/num"]
+    from pi_table.train.numerals import parse_args as numerals_args
+
+    assert recorded_options(logged, numerals_args, ["--renders", "x", "--out", "y"], skip=("renders",)) == [
+        "--steps 16000", "--channels 8,16,32,64", "--channels-last"]
+    cocked_log = {"renders": ["renders/train", "renders/num"], "blocks": "(0, 1, 2, 1)", "flat_target": "0.001"}
+    from pi_table.train.cocked import parse_args as cocked_args
+
+    assert recorded_options(cocked_log, cocked_args, ["--renders", "renders/train", "--renders", "renders/num",
+                                                      "--out", "y"]) == ["--flat-target 0.001"]
+
+
+def test_card_keeps_the_last_leave_one_folder_out_table_from_the_record(tmp_path):
+    """pi_table.train.card.kept_lofo: without --lofo models, the classifier card quotes the
+    leave-one-folder-out table and its paragraph from models/history/classifier.md as last measured
+    there (the card writer used to drop it: the models are not kept); nothing from a record without one."""
+    from pi_table.train.card import kept_lofo
+
+    kept = kept_lofo(REPO_MODELS / "history" / "classifier.md")
+    assert kept.startswith("Leave one folder out (a model trained on one real folder only")
+    assert "| matteop65-d6-desk/Valid (trained only on nellbyler-d6-tray, renders) |" in kept
+    assert "trained again on 2026-11-26" in kept and "## " not in kept
+    (tmp_path / "classifier.md").write_text("# a card\n\n## Speed\n")
+    assert kept_lofo(tmp_path / "classifier.md") == "" == kept_lofo(tmp_path / "none.md")
 
 
 def test_cocked_calibration_keeps_the_training_log_and_survives_a_broken_one(tmp_path, capsys):

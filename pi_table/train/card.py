@@ -4,13 +4,16 @@
         [--close-up-renders renders/big-valid] [--lofo runs/lofo-nellbyler=../shared/data/real/matteop65-d6-desk/Valid ...] [--note "..."]
 
 Every figure in the cards is measured here by the same code as ``pi-table eval`` and
-``pi-table bench``, and each table names the command that reproduces it.
+``pi-table bench``, and each table names the command that reproduces it; the models' options and
+training commands come from ``reader.json`` and the training logs. The cards are rewritten whole:
+how each shipped choice was made, and what was tried and not shipped, is kept by hand in
+``models/history/<card>`` (each card points there), which this never writes.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import re
 from datetime import date
 from pathlib import Path
 
@@ -21,6 +24,49 @@ def _row(name: str, s: dict) -> str:
     return (f"| {name} | {s['images']} | {s['dice']} | {s['read_right']:.2%} | {s['recall']:.2%} | {s['precision']:.2%} | "
             f"{s['wrong_at_ok']:.2%} | {s['unreadable']:.2%} | {s['false_dice_per_100_images']:.1f} | {s['ece']:.3f} | "
             f"{s.get('read_right_centre', 0):.2%} | {s.get('recall_centre', 0):.2%} |")
+
+
+def history_line(name: str) -> str:
+    """The line near the top of card ``name`` (``classifier.md``, ...) pointing to its hand-kept record."""
+    return f"How each shipped choice was made, and what was tried and not shipped: models/history/{name}."
+
+
+def recorded_options(recorded: dict, parse_args, base_argv: list[str], skip=()) -> list[str]:
+    """The command-line options of a run whose training log recorded ``recorded`` (``{dest: str(value)}``,
+    as the trainers write ``vars(args)``) that differ from ``parse_args(base_argv)``'s defaults, in the
+    log's order: ``["--calib-renders renders/big", "--int8", ...]``. A flag is given when it was on,
+    each path of a list as its own option, a tuple as its comma-separated values; ``skip``'s dests
+    (those the base command names) are left out."""
+    defaults = {k: str(v) for k, v in vars(parse_args(base_argv)).items()}
+    out = []
+    for key, value in recorded.items():
+        if key in skip or key not in defaults:
+            continue
+        if isinstance(value, list):  # a log that kept a list of paths as a list (cocked-log.json's renders)
+            value = "[" + ", ".join(f"PosixPath('{v}')" for v in value) + "]"
+        if value == defaults[key]:
+            continue
+        option = "--" + key.replace("_", "-")
+        paths = re.findall(r"PosixPath\('([^']*)'\)", value)
+        if value in ("True", "False"):
+            out += [option] if value == "True" else []
+        elif paths or value == "[]":
+            out += [f"{option} {path}" for path in paths]
+        elif value.startswith("(") and value.endswith(")"):
+            out.append(f"{option} {value[1:-1].replace(' ', '')}")
+        else:
+            out.append(f"{option} {value}")
+    return out
+
+
+def kept_lofo(history: Path) -> str:
+    """The leave-one-folder-out table and the paragraph under it, copied from the classifier's
+    hand-kept record ``history`` (models/history/classifier.md) as last measured there; "" when
+    the record has none."""
+    if not history.is_file():
+        return ""
+    found = re.search(r"^Leave one folder out \(.*?(?=^## )", history.read_text(), re.S | re.M)
+    return found.group(0).strip() if found else ""
 
 
 HEADER = ("| data (held out) | images | dice | read right | detection recall | precision | wrong at `ok` | unreadable | "
@@ -138,10 +184,16 @@ def main(argv=None) -> int:
                  f"published labels leave out, wrong faces, loose boxes, each seen on its photo). They were found by "
                  f"looking at the dice this reader and the labels disagree on, so a wrong label the reader agrees with "
                  f"stays.")
+    chosen_by = log.get("recalibrated", {}).get("args") or log.get("args", {})  # the run that chose the thresholds
+    kind_thresholds = ", ".join(f"{kind} {t:g}" for kind, t in config.get("thresholds", {}).items())
+    numbered_rule = (f" (the numbered kinds' own, {kind_thresholds}, on the calib renders at "
+                     f"{100 * float(chosen_by.get('numbered_wrong_target', 0.003)):g}%: numerals.md)"
+                     if kind_thresholds else "")
     accuracy += (f"\n\nWhat the `unreadable` threshold costs: the same reads, cut at other thresholds (`--sweep`). "
                  f"The shipped threshold, {config['threshold']}, was chosen on the calib split as the lowest at which "
-                 f"the calibrated face confidences (the chance of the right face given a die) expect at most 0.3% wrong "
-                 f"at `ok`; it was not chosen on these images.\n\n"
+                 f"the calibrated face confidences (the chance of the right face given a die) expect at most "
+                 f"{100 * float(chosen_by.get('wrong_target', 0.003)):g}% wrong at `ok`{numbered_rule}; it was not "
+                 f"chosen on these images.\n\n"
                  "| data (held out) | threshold | read right | wrong at `ok` | unreadable |\n|---|---|---|---|---|\n"
                  + "\n".join(f"| {name} | {r['threshold']:g}{' (shipped)' if r['threshold'] == config['threshold'] else ''} "
                               f"| {r['read_right']:.2%} | {r['wrong_at_ok']:.2%} | {r['unreadable']:.2%} |"
@@ -170,6 +222,13 @@ def main(argv=None) -> int:
     if lofo_rows:
         accuracy += ("\n\nLeave one folder out (a model trained on one real folder only, scored on the other; "
                      "the honest figure for trays and cameras it never saw):\n\n" + "\n".join([HEADER, *lofo_rows]))
+    elif kept := kept_lofo(args.models / "history" / "classifier.md"):
+        accuracy += ("\n\n### Leave one folder out: as last measured, not by this run\n\n"
+                     "Not measured on " + date.today().isoformat() + ": the leave-one-folder-out models are not kept "
+                     "with the shipped ones. To measure them again, train them with the README's commands (\"leave one "
+                     "folder out\": `python3 -m pi_table.train ... --train-folders FOLDER --det-steps 1500 --cls-steps "
+                     "2000 --ensemble 1 --out runs/lofo-...`) and run this card writer with `--lofo MODELS=DIR` for each. "
+                     "The last measurement, copied from models/history/classifier.md:\n\n" + kept)
     speed_table = "\n".join(["| threads | dice in frame | of them unsure | median ms | p90 ms | frames/s |",
                              "|---|---|---|---|---|---|"]
                             + [f"| {r['threads']} | {r['dice']} | {'all (worst case)' if r['all_unsure'] else r['unsure']} "
@@ -195,13 +254,27 @@ def main(argv=None) -> int:
                          "d6 faces were learnt from the real photos; rendered d6 only taught the classifier that "
                          "they are d6 (not which face), and the detector to find them."))
     train_command = args.train_command
-    if "recalibrated" in log:
-        # the weights are that command's; the temperature and thresholds were fitted again since
-        extra = "".join(f" --calib-renders {r}" for r in log["recalibrated"].get("calib_renders", []))
-        train_command += ("\n# then the temperature and thresholds fitted again on the calib split (weights unchanged):\n"
-                          + args.train_command + extra + " --calibrate-only")
+    recalibrated = log.get("recalibrated")
+    if recalibrated:
+        # the weights are that command's; the temperature and thresholds were fitted again since (and, with --int8,
+        # the float classifiers quantised first): the options that run was given, from its log
+        from pi_table.train.__main__ import parse_args as train_args
+
+        rargs = recalibrated.get("args", {})
+        extra = recorded_options(rargs, train_args, ["--data", "x", "--out", "y"],
+                                 skip=("data", "renders", "out", "seed", "threads", "smoke", "calibrate_only"))
+        if not rargs:  # a log from before the options were recorded
+            extra = [f"--calib-renders {r}" for r in recalibrated.get("calib_renders", [])]
+        what = ("the classifiers' weights quantised to int8 (`--int8`) and the temperatures and thresholds fitted again "
+                "on the calib split (the detector's weights unchanged)" if rargs.get("int8") == "True" else
+                "the temperature and thresholds fitted again on the calib split (weights unchanged)")
+        if close_up and rargs and rargs.get("close_up_from", "None") == "None":
+            what += (f"; the close-up detector `{close_up}` was already in the folder "
+                     f"(`--close-up-from runs/detbig` copies it there, detector.md)")
+        train_command += (f"\n# then {what} ({recalibrated.get('seconds', '?')} s):\n"
+                          + " ".join([args.train_command, *extra, "--calibrate-only"]))
     today = date.today().isoformat()
-    common = f"""Command that trained it (CPU, {os.cpu_count()} cores, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
+    common = f"""Command that trained it (CPU, {log.get('args', {}).get('threads', '?')} threads, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
 ```sh
 {train_command}
@@ -224,10 +297,12 @@ whatever the overlap.
 
 {accuracy}
 
-## Speed (measured by `pi-table bench`, 640x640 frames, model load excluded, this machine on {today})
+## Speed (measured by `pi-table bench`, 640x640 frames, model load excluded, on {today} on the CPU named below)
 
-The build machine is shared and its speed changes from day to day (the same model has timed from
-19 ms to 59 ms for 20 dice on different days): compare timings taken on the same day only.
+Timings depend on the CPU (the line below names the one these were taken on) and on the machine's load that
+day (a shared build machine has timed the same model from 19 ms to 59 ms for 20 dice on different days):
+compare timings taken on the same machine and day only. Figures from other machines and days are in the
+models' records (models/history/).
 
 {speed_table}
 
@@ -245,7 +320,21 @@ The build machine is shared and its speed changes from day to day (the same mode
                     f"classifier's samples have real dice pasted onto synthetic surfaces neither folder has.")
     close_up_text = (f", and the close-up detector `{close_up}` ({sizes[close_up] / 1e6:.2f} MB), the zoomed-out second "
                      f"look's (reader.py, \"Big dice\")" if close_up in sizes else "")
+    big_log = (json.loads((args.models / "detector-big-log.json").read_text())
+               if (args.models / "detector-big-log.json").is_file() else {})
+    from pi_table.train.__main__ import parse_args as train_args
+
+    big_command = " ".join(["python3 -m pi_table.train", *recorded_options(
+        big_log.get("args", {}), train_args, ["--data", "x", "--out", "y"], skip=("seed", "threads", "smoke")),
+        f"--seed {big_log.get('args', {}).get('seed', '?')}"])
+    made_text = "".join(f"\n\n{text}" for text in (
+        f"train-log.json's note on how the shipped files were made: {log['detector_note']}." if log.get("detector_note") else "",
+        f"The close-up detector `{close_up}` is the detector trained by `{big_command}` ({big_log.get('seconds', '?')} s, "
+        f"detector-big-log.json), copied into the folder by the recalibration's `--close-up-from`."
+        if close_up in sizes and big_log.get("args") else ""))
     (args.models / "detector.md").write_text(f"""# detector.onnx — finds every die in a tray photo
+
+{history_line("detector.md")}
 
 Size {sizes['detector.onnx'] / 1e6:.2f} MB{close_up_text} (all shipped models together {sum(sizes.values()) / 1e6:.2f} MB).
 CenterNet-style fully convolutional net (Zhou et al. 2019, "Objects as Points"): input `image`
@@ -253,12 +342,12 @@ float32 1x3xHxW RGB 0..1, the photo scaled so its long side is {det['input']} px
 multiple of 32; outputs at stride 4 `heat` (die centres, 0..1), `size_logit` (box w, h in cells before
 their softplus, which the reader takes at the peaks), `offset` (sub-cell centre). Peaks >= {det['threshold']} are detections. Read by
 `pi_table/vision/reader.py` (onnxruntime + OpenCV). The classifier (classifier.md) then reads each
-box and rejects those that are not dice.
+box and rejects those that are not dice.{made_text}
 
 {common}""")
     views = int(config.get("second_look", 1))
     look_text = (f"\nSecond look: a die below its kind's threshold is read again from its crop turned by "
-                 f"{({4: 'quarter turns', 8: 'quarter turns, each also mirrored'}).get(views, 'a half turn')} and the {views} views' logits are averaged "
+                 f"{({4: 'quarter turns', 8: 'quarter turns, each also mirrored,'}).get(views, 'a half turn')} and the {views} views' logits are averaged "
                  f"(test-time augmentation, paid only for unsure dice; the threshold is chosen with it on)."
                  if views > 1 else "")
     shape_text = (" (`KIND:*`: a numbered die told by its shape only; `numerals.onnx` reads its numeral, see numerals.md)"
@@ -276,12 +365,15 @@ box and rejects those that are not dice.
                      "and activations uint8: onnxruntime's static quantisation in QDQ format, scales from the activations "
                      "of 512 training crops (`pi_table/train/__main__.py` `quant_crops`, `nets.quantize_int8`; "
                      "`--int8`)." if all(is_quantized(args.models / f) for f in cls_files) else "")
+    kinds_text = (f" (a numbered die below its kind's own: {kind_thresholds}, numerals.md)" if kind_thresholds else "")
     (args.models / "classifier.md").write_text(f"""# {' + '.join(cls_files)} — reads the top face of each die
+
+{history_line("classifier.md")}
 
 Size {sum(sizes[f] for f in cls_files) / 1e6:.2f} MB. {ensemble_text} CNN on {cls['crop_size']}x{cls['crop_size']} crops (input `crops` float32
 Nx3xSxS RGB 0..1; the crop is {cls['margin']} times the box's long side), output `logits` over
 {len(classes)} classes: {', '.join(classes)}{shape_text}{box_text} Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
-fitted on the calib split (Guo et al. 2017){shape_t_text}; a die below {config['threshold']} is reported `unreadable`;
+fitted on the calib split (Guo et al. 2017){shape_t_text}; a die below {config['threshold']}{kinds_text} is reported `unreadable`;
 a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.{look_text}{cls_int8_text}
 
 {common}""")
@@ -304,7 +396,22 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
                     f"{k} {v['right']:.1%}" for k, v in before.get("valid_right", {}).items())
                     + " on the held-out renders (below: after).")
         renders = " ".join(f"--renders {r}" for r in nlog.get("renders", ["renders/train"]))
+        from pi_table.train.numerals import parse_args as numerals_args
+
+        numerals_extra = "".join(" " + o for o in recorded_options(
+            nargs, numerals_args, ["--renders", "x", "--out", "y"],
+            skip=("renders", "valid", "out", "seed", "threads", "smoke")))
+        resumed = nlog.get("resumed_at", [])
+        sittings = (f" of training in {len(resumed) + 1} sittings: stopped after the checkpoint at step(s) "
+                    f"{', '.join(map(str, resumed))}, the same command again went on from it (numerals-log.json "
+                    f"`resumed_at`)" if resumed else "")
+        numbered_thresholds = (f" The numbered kinds' thresholds (reader.json: {kind_thresholds}) are chosen with the reader's "
+                               f"calibration (classifier.md's command) on the calib renders at "
+                               f"{100 * float(chosen_by.get('numbered_wrong_target', 0.003)):g}% expected wrong at `ok`"
+                               f" (`--numbered-wrong-target`)." if kind_thresholds else "")
         (args.models / "numerals.md").write_text(f"""# numerals.onnx — reads the numeral of a d8, d10 or d10-tens
+
+{history_line("numerals.md")}
 
 Size {sizes.get('numerals.onnx', 0) / 1e6:.2f} MB. **Trained on renders only**: there are no public labelled photos of
 real d8 or d10 faces, so the kit makes its own (`python3 -m pi_table.train.render`, true
@@ -319,13 +426,13 @@ The two are joined as a product of experts (`pi_table/vision/reader.py` `join_nu
 reader's threshold and `none` rule apply as for pips. Trained on {nlog.get('dice', '?')} rendered dice, each cut once
 and turned by any angle at every step (`pi_table/train/data.py` `CropBank`). T = {num['temperature']:.3f}, fitted
 on the one render in 20 held out from training, where the numeral is read right on
-{nlog.get('calib_right', 0):.1%} of {nlog.get('calib_dice', '?')} dice (labelled boxes, one view, before the threshold).
+{nlog.get('calib_right', 0):.1%} of {nlog.get('calib_dice', '?')} dice (labelled boxes, one view, before the threshold).{numbered_thresholds}
 {int8_text}
 
-Command that trained it (CPU, {os.cpu_count()} cores, seed {nargs.get('seed', '?')}, {nlog.get('seconds', '?')} s):
+Command that trained it (CPU, {nargs.get('threads', '?')} threads, seed {nargs.get('seed', '?')}, {nlog.get('seconds', '?')} s{sittings}):
 
 ```sh
-python3 -m pi_table.train.numerals {renders} --valid renders/valid --out models/ --seed 0 --threads {nargs.get('threads', 2)}
+python3 -m pi_table.train.numerals {renders} --valid renders/valid --out models/ --seed 0 --threads {nargs.get('threads', 2)}{numerals_extra}
 ```
 {nlog.get('note', '')}
 
@@ -360,6 +467,13 @@ def write_cocked_card(args, ck: dict, sizes: dict, real: dict, rend: dict | None
                  f"```sh\npython3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0 "
                  f"--threads {fitted.get('threads', threads)} --calibrate-only{options}\n```")
     photo_rows = "\n".join(f"| {name} | {s['counts']['found']} | {s['cocked']:.2%} |" for name, s in real["folders"].items())
+    from pi_table.train.cocked import parse_args as cocked_args
+
+    extra = "".join(" " + o for o in recorded_options(
+        cargs, cocked_args, ["--renders", "x", "--out", "y"],
+        skip=("data", "renders", "out", "seed", "threads", "smoke", "calibrate_only")))
+    net = (f"; channels {cargs['channels'].strip('()')} at strides 2, 4, 8, 16 with {cargs['blocks'].strip('()')} "
+           f"residual blocks" if cargs.get("channels") and cargs.get("blocks") else "")
     render_rows = ""
     if rend is not None:
         render_rows = ("\n\nOn the rendered validation set (fonts, colours and backgrounds training never saw), "
@@ -373,9 +487,11 @@ def write_cocked_card(args, ck: dict, sizes: dict, real: dict, rend: dict | None
                            for kind, s in rend["all"].get("kinds", {}).items()))
     (args.models / "cocked.md").write_text(f"""# cocked.onnx — is a die lying flat?
 
+{history_line("cocked.md")}
+
 Size {sizes.get('cocked.onnx', 0) / 1e3:.0f} kB. A die that does not lie flat is reported with status `cocked` and no face,
 never guessed (RULES.md, "Dice faces as read by the camera"): the table asks for a re-roll. A small
-residual CNN (`pi_table/train/nets.py` `NumeralNet`, two classes `flat`, `cocked`) on a crop of each die
+residual CNN (`pi_table/train/nets.py` `NumeralNet`, two classes `flat`, `cocked`{net}) on a crop of each die
 ({ck['crop_size']}x{ck['crop_size']}, {ck['margin']} times the box){' and, as two constant input planes, where the die lies in the image (its offset from the image centre; CoordConv, Liu et al. 2018): seen from a camera above the tray, a flat die far from the centre shows a side too, but only the side away from the centre. Not used by `read --crop`: a crop does not say where its die lay' if ck.get('position') else ''}; `pi_table/vision/reader.py` `cocked_probability`.
 Confidence = softmax(logits / T), T = {ck['temperature']:.3f} fitted on the calib split; a die at P(cocked) >=
 {ck['threshold']} is reported `cocked`, the lowest threshold at which at most {100 * float(fitted.get('flat_target', 0.005)):.3g}% of the calib split's
@@ -392,7 +508,7 @@ has not been measured: no labelled photo of one exists here.
 Command that trained it (CPU, {threads} thread(s), seed {cargs.get('seed', '?')}, {clog.get('seconds', '?')} s), after the reader:
 
 ```sh
-python3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0 --threads {threads}
+python3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out models/ --seed 0 --threads {threads}{extra}
 ```{refit}
 
 ## Flat dice wrongly reported cocked (held-out photos, `pi-table eval {args.data} --held-out`)
