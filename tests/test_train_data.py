@@ -356,7 +356,7 @@ def test_fit_temperature_recovers_a_known_temperature():
 
 def test_a_calib_split_read_all_right_leaves_the_temperature_at_its_bound():
     """No calib die read wrong: the likelihood rises as T falls, the fit stops at the grid's end, and
-    temperature_at_bound says so (the leave-one-folder-out case of models/classifier.md, T = 0.30)."""
+    temperature_at_bound says so (the leave-one-folder-out case of models/history/classifier.md, T = 0.30)."""
     from pi_table.train.numerals import TEMPERATURE_RANGE, fit_temperature, temperature_at_bound
 
     rng = np.random.default_rng(1)

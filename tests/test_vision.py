@@ -931,7 +931,7 @@ def _crop_scores(reader, margin: float):
 
 def test_read_crop_reads_the_centre_die_of_a_crowded_crop(reader, monkeypatch):
     """A loose crop the box head takes whole (a few small dice read as one die's pips) is read
-    from the die over its centre when the detector sees separate dice (models/classifier.md,
+    from the die over its centre when the detector sees separate dice (models/history/classifier.md,
     "Crowded crops"): more read right at 3.5x, none more wrong; tight crops read as without it."""
     with_crowd = {m: _crop_scores(reader, m) for m in (1.0, 3.5)}
     monkeypatch.setattr(reader, "_crowded_crop_read", lambda *a: [])

@@ -55,7 +55,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "(a warm restart, nets.warm_start; with a lower --det-lr and fewer --det-steps: a fine-tune)")
     p.add_argument("--det-seed", type=int, default=None, help="the detector's own seed (its weights' start and its "
                    "draws), the photos' split staying --seed's: the same recipe at other seeds, to see how far a "
-                   "retrained detector moves by chance alone (models/detector.md, 'How much of that is the seed?'); "
+                   "retrained detector moves by chance alone (models/history/detector.md, 'How much of that is the seed?'); "
                    "default: the run's generator, as before")
     p.add_argument("--det-from", type=Path, default=None, help="model folder whose detector.onnx is reused instead of "
                    "training one (for classifier experiments; the shipped model trains both); its numeral and cocked-die "
@@ -112,26 +112,26 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--refine", type=int, default=0, help="extra classifier passes on re-cut crops at run time (reader.json)")
     p.add_argument("--second-look", type=int, default=8, choices=(1, 2, 4, 8), help="views averaged for a die below the "
                    "threshold at run time (reader.json; 1 for none): its crop turned by quarter turns (8, the default: "
-                   "each also mirrored, for the classifier; models/classifier.md, \"Eight views\")")
+                   "each also mirrored, for the classifier; models/history/classifier.md, \"Eight views\")")
     p.add_argument("--refine-unsure", type=int, default=1, choices=(0, 1, 2, 3),
                    help="passes that read a die below the threshold again from the box the box head placed "
-                        "(reader.json's refine_unsure, at run time; default 1, as shipped: models/classifier.md, "
+                        "(reader.json's refine_unsure, at run time; default 1, as shipped: models/history/classifier.md, "
                         "'Refine the unsure'; 0 for none). The thresholds are chosen without them, so a re-cut die "
                         "turns ok only by clearing the same bar")
     p.add_argument("--cascade", type=float, default=None, metavar="TAU",
                    help="for an ensemble, reader.json's classifier cascade (0..1], at run time: the second classifier "
                         "reads only the dice the first is less sure of than TAU (pi_table.vision.reader.Classifier; "
-                        "models/classifier.md, 'Cascade'); the thresholds are chosen without it. Default: none")
+                        "models/history/classifier.md, 'Cascade'); the thresholds are chosen without it. Default: none")
     p.add_argument("--thresholds-with-refine", action="store_true",
                    help="choose the thresholds with --refine-unsure on, as it runs (tried, not shipped: it chose "
-                        "lower d8 and d10 thresholds that let more wrong numerals through; models/classifier.md)")
+                        "lower d8 and d10 thresholds that let more wrong numerals through; models/history/classifier.md)")
     p.add_argument("--cls-render-kinds", default="d6,d8,d10,d10-tens", help="comma-separated kinds whose rendered dice the "
                    "classifier trains on; the detector trains on every rendered die")
     p.add_argument("--render-d6-faces", action=argparse.BooleanOptionalAction, default=True,
                    help="train the classifier on rendered d6 faces too (default); with --no-render-d6-faces a "
                    "rendered d6 only teaches 'a d6, some face' (its loss is -log of the d6 faces' summed probability), "
                    "so the d6 faces are learnt from the photos alone. Renders' faces teach pip styles, colours and "
-                   "materials the two photo folders lack (models/classifier.md: rendered d6 and held-out photos, "
+                   "materials the two photo folders lack (models/history/classifier.md: rendered d6 and held-out photos, "
                    "measured by pi-table eval)")
     p.add_argument("--label-smoothing", type=float, default=0.02, help="the classifier's label smoothing (0..0.5)")
     p.add_argument("--calibrate-only", action="store_true", help="train nothing: fit the temperature and choose the "
@@ -836,7 +836,7 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     refine passes (``args.refine_unsure``) are written after, and the thresholds chosen without them
     (with them only for ``args.thresholds_with_refine``): a re-cut die is reported ``ok`` only
     when its new read clears the bar the first reads set, and the choice cannot trade a few more
-    wrong dice for many more right ones (models/classifier.md, "Refine the unsure"). An
+    wrong dice for many more right ones (models/history/classifier.md, "Refine the unsure"). An
     ensemble's cascade (``args.cascade``) is likewise written after: the temperatures and
     thresholds are the whole ensemble's.
     """
@@ -951,7 +951,7 @@ def fit_shape_temperature(logits: np.ndarray, targets: np.ndarray, classes: list
     (``d8:*``, ``d10:*``), whatever their label; None when no such die is there (top-label
     calibration, Gupta and Ramdas 2022). On the calib renders the classifier named 99.6 to 100%
     of the numbered dice's shape right at every size, yet at the photos' temperature only 77 to
-    85% reached 0.99 (models/classifier.md)."""
+    85% reached 0.99 (models/history/classifier.md)."""
     shapes = np.array([c.endswith(":*") for c in classes], bool)
     top = shapes[logits.argmax(axis=1)] if len(logits) else np.zeros(0, bool)
     if not top.any():

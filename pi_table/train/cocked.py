@@ -26,7 +26,7 @@ pi_table.train`` when it runs after) and ``cocked-log.json``. CPU only, determin
 ``--channels`` and ``--blocks`` size the net (:class:`~pi_table.train.nets.NumeralNet`'s stages);
 ``--int8`` quantises it (7-bit weights, :func:`pi_table.train.nets.quantize_int8`) before the
 temperature and threshold are fitted, and ``--calibrate-only`` fits them again for ``--out``'s
-model without training (quantising a float one first with ``--int8``; models/cocked.md says what
+model without training (quantising a float one first with ``--int8``; models/history/cocked.md says what
 each was tried for).
 """
 

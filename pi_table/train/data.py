@@ -315,7 +315,7 @@ def recolour_die(patch: np.ndarray, core: int, rng: np.random.Generator) -> np.n
 
     Domain randomisation (Tobin et al. 2017) of the pasted dice: one folder's photos show white
     dice only, and a reader that learned them alongside rendered coloured dice missed half of
-    the other folder's coloured real dice (models/classifier.md, leave one folder out).
+    the other folder's coloured real dice (models/history/classifier.md, leave one folder out).
     Returns an array of ``patch``'s shape, uint8.
     """
     grey = cv2.cvtColor(patch, cv2.COLOR_BGR2GRAY).astype(np.float32)

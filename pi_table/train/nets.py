@@ -178,7 +178,7 @@ def raw_size_output(path: Path) -> bool:
     node that makes output ``size`` is taken out and its input becomes output ``size_logit``
     (1x2xH/4xW/4 float32). The reader takes the softplus of the peaks alone, the same values bit
     for bit (:func:`pi_table.vision.reader.softplus_at`): the whole map's cost 0.34 of a
-    320-pixel look's 5 ms here (models/detector.md, "Softplus at the peaks").
+    320-pixel look's 5 ms here (models/history/detector.md, "Softplus at the peaks").
 
     Returns:
         True when the file was changed; False when it has no ``Softplus`` making ``size`` (already
@@ -267,7 +267,7 @@ def pad_first_conv(path: Path, multiple: int = 4) -> bool:
     channels (the die classifier's first layer, on RGB crops) slowly: 2.7 of the 7.7 ms a
     20-crop batch took on one thread here; with 4 channels the layer took 1.9 ms and the batch
     6.7 ms (and the 6-plane numeral model, at 8, about 5% less). Throwaway timings with
-    onnxruntime's profiler, models/classifier.md ("Four input channels").
+    onnxruntime's profiler, models/history/classifier.md ("Four input channels").
 
     Args:
         path: an ONNX model whose first ``Conv`` reads a ``DequantizeLinear`` of its input and

@@ -137,7 +137,7 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
     OpenCV's own thread pool (crops, resizes, blobs) is held to the same thread count as the
     models (``cv2.setNumThreads``, restored after), so that a one-thread row is one thread. Left
     to its default (all cores), the one-thread 20-dice frame's time outside the models was 0.4 to
-    1.0 ms less in 4 alternating rounds here (models/classifier.md, "Speed").
+    1.0 ms less in 4 alternating rounds here (models/history/classifier.md, "Speed").
 
     Args:
         reader_factory: ``threads -> DiceReader`` (0 = all cores).
@@ -230,7 +230,7 @@ def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: b
 # shipped classifiers and numeral model are int8: models/classifier.md). Without them an int8
 # convolution runs at about float speed: 2.44 ms a 48x48 crop for the int8 classifier against 2.34
 # for the same net in float32, one thread, on an AVX2-only AMD EPYC at 2 GHz (2026-11-29,
-# models/classifier.md "Speed"). Names as Linux's /proc/cpuinfo flags / Features give them.
+# models/history/classifier.md "Speed"). Names as Linux's /proc/cpuinfo flags / Features give them.
 INT8_DOT_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
 SIMD_FLAGS = ("sse4_2", "avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "asimd", "asimddp", "i8mm")
 

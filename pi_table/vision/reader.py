@@ -16,7 +16,7 @@
    pips, and is dropped too (:meth:`DiceReader._without_parts`). The second look and its
    confirmation may use a detector of their own (``reader.json``'s ``detector.close_up_file``,
    ``models/detector-big.onnx``: the same net trained with close-up renders as well, whose big
-   dice are sharp, not small ones scaled up; models/detector.md, "Close-up detector"), so that
+   dice are sharp, not small ones scaled up; models/history/detector.md, "Close-up detector"), so that
    the first look, which reads every tray photo, stays the one the photos were measured with.
    When that look sees something big with no surely detected die in it, it looks again at the image
    four and five times smaller (:data:`FAR_ZOOM_OUTS`, "Far looks" in :meth:`Detector.big_dice`),
@@ -39,7 +39,7 @@
    it the classifier was far less sure of a d8's or d10's shape than it was right (top-label
    calibration, Gupta and Ramdas 2022). The classifier is a pair of nets whose scores are
    averaged (an ensemble); ``classifier.cascade`` (off as shipped) lets the second read only
-   the crops the first is unsure of (:class:`Classifier`; models/classifier.md, "Cascade":
+   the crops the first is unsure of (:class:`Classifier`; models/history/classifier.md, "Cascade":
    faster, and tested to read more dice wrong at ``ok``).
 3. **Numerals** (``models/numerals.onnx``, when ``reader.json`` has ``numerals``): the
    classifier above tells a numbered die only by its shape (class ``d8:*`` or ``d10:*``);
@@ -63,7 +63,7 @@
    again, as ``refine`` does for every die (which doubles the classifier's cost). A detector's box
    off a close-up's die, its top face alone or a die and its shadow, is read from a crop that is
    off too; sure dice, nearly all of a tray's, keep their one read. One pass in the shipped
-   ``reader.json`` (models/classifier.md, "Refine the unsure": how it was tested before it shipped).
+   ``reader.json`` (models/history/classifier.md, "Refine the unsure": how it was tested before it shipped).
 
 5. **Cocked** (``models/cocked.onnx``, when ``reader.json`` has ``cocked``): a small CNN on
    each die's crop gives the calibrated chance that it does not lie flat; at or above
@@ -101,12 +101,12 @@ CROP_PASSES = 2
 # A looser crop (the die a third of it or less: a neighbour, the tray) misleads the box head, and
 # its read can be sure and wrong. When the box head's die is under LOOSE_CROP of the crop's long
 # side, the detector looks for it too: the largest box over the crop's centre, at most
-# LOOSE_CROP_DIE of the crop, is read as well (models/classifier.md, "Loose crops").
+# LOOSE_CROP_DIE of the crop, is read as well (models/history/classifier.md, "Loose crops").
 LOOSE_CROP = 0.6
 LOOSE_CROP_DIE = 0.7
 # When the box head takes a loose crop whole (its few dice read as one die's pips), the die over the
 # centre is read instead if separate dice are seen; a die it finds under CROWD_DIE of the crop is
-# taken for a pip or numeral of a tightly framed die (models/classifier.md, "Crowded crops").
+# taken for a pip or numeral of a tightly framed die (models/history/classifier.md, "Crowded crops").
 CROWD_DIE = 0.2
 # A close-up's pips are boxed by the first look and read surely as d6 "1"s, and two sure parts make a
 # big die a cluster of small dice: sure parts that all read "1" count only if they cover at least
@@ -114,7 +114,7 @@ CROWD_DIE = 0.2
 CLUSTER_COVER = 0.3
 # Unsure dice within JOIN_GAP times the smaller one's long side of each other are read again together,
 # their union box as one die (DiceReader._with_parts_joined: a dark die too big for the first look,
-# reported as its pips or numerals; models/detector.md, "Unsure parts read together").
+# reported as its pips or numerals; models/history/detector.md, "Unsure parts read together").
 JOIN_GAP = 1.0
 # ... read from the square JOIN_GROW times their union's long side about its centre: the pips or numerals lie inside the
 # die's top face, and a crop around their union alone cuts the die's rim.
@@ -286,7 +286,7 @@ def keep_freed_memory() -> bool:
     command: 7 of 10 runs of 100 reads of the bench's 20-dice frame took about 850 page faults a frame
     (``resource.getrusage``'s ``ru_minflt``) and read it in 42.1 to 43.4 ms (median), the other 3 none,
     in 39.9 to 41.8 ms. With these settings none of 6 runs faulted (40.0 to 41.4 ms); peak memory was the same
-    (133 MB). ``pi-table bench`` processes happened not to fault either way (models/classifier.md,
+    (133 MB). ``pi-table bench`` processes happened not to fault either way (models/history/classifier.md,
     "Speed").
 
     Returns:
@@ -326,7 +326,7 @@ def _session(path: Path, threads: int):
     onnxruntime's "Thread management" guide), and a session's spinning threads took the cores
     from the next session's run: on this 2-core machine ``pi-table bench`` read a 20-dice frame
     on both cores in 126 ms with spinning and 50 to 64 ms without, two rounds each, minutes apart
-    (one core, which has no pool threads: 75 to 86 ms either way; models/classifier.md, "Speed").
+    (one core, which has no pool threads: 75 to 86 ms either way; models/history/classifier.md, "Speed").
     """
     if not Path(path).is_file():
         raise FileNotFoundError(f"no model file {path} (train the models as the README's 'Models' says, into {Path(path).parent})")
@@ -531,7 +531,7 @@ class Detector:
         before took, and has no part the first look found with a score of :data:`FAR_PART_SCORE`
         or more; the reader then also drops it if the classifier reads even one of its parts as a
         sure die (:meth:`DiceReader._with_big_dice`). Rendered close-ups (``pi-table eval DIR
-        --close-ups F``) lose about a sixth of their false dice; models/detector.md, "Far looks".
+        --close-ups F``) lose about a sixth of their false dice; models/history/detector.md, "Far looks".
 
         Args:
             found: :meth:`detect`'s detections of the same image.
@@ -629,7 +629,7 @@ ZOOM_OUT = 3.0
 # first-look box of score FAR_PART_SCORE or more in it, the image this many times smaller than the
 # first look as well; a die found only there is taken up to FAR_DIE of the first look's input
 # across, if no part of it is such a box. Chosen on renders/fresh30's close-ups and trays (seed 292)
-# and the bench frames, tested on another render set and the photos (models/detector.md).
+# and the bench frames, tested on another render set and the photos (models/history/detector.md).
 FAR_ZOOM_OUTS = (4.0, 5.0)
 FAR_DIE = 0.6
 FAR_PART_SCORE = 0.8
@@ -949,7 +949,7 @@ PART_INSIDE = 0.5
 #: or pip at a close-up die's rim lies partly outside its box. Chosen on calib splits only (dropped
 #: 7 of renders/big's 31 false dice, 1 of renders/train's 5, no true die there or in the calib
 #: photos); then on new renders (renders/fresh4, fresh4-big, seeds 51 and 52) false dice 255 -> 202,
-#: the same 3273 dice read right and 14 wrong at ok; held-out photos unchanged (models/detector.md).
+#: the same 3273 dice read right and 14 wrong at ok; held-out photos unchanged (models/history/detector.md).
 PART_SIZE = 1.5
 
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
@@ -1373,7 +1373,7 @@ class DiceReader:
         are a cluster of small dice that :meth:`_with_big_dice` keeps: at least ``cluster`` of them
         are sure dice (:meth:`_sure_parts`), unless every sure one reads as a d6's "1" and together
         they cover less than :data:`CLUSTER_COVER` of ``big_box``, the big die's: then they are its
-        pips (a close-up of one white or red d6; models/detector.md, "Close-ups' pips")."""
+        pips (a close-up of one white or red d6; models/history/detector.md, "Close-ups' pips")."""
         reads = self._sure_parts(image, parts)
         sure = [b for b, c in zip(parts, reads) if c]
         if len(sure) < cluster:
@@ -1450,7 +1450,7 @@ class DiceReader:
         and (c) they cover less than :data:`CLUSTER_COVER` of its box (pips, numerals) or the big
         dice' detector confirms it (:meth:`Detector.confirms`), and (d) it is at most :data:`JOIN_SIZE`
         times as big across as the frame's largest sure die, if it has any. Without (c) and (d), heaps of
-        touching unsure tray dice were read as one false die (models/detector.md, "Unsure parts read
+        touching unsure tray dice were read as one false die (models/history/detector.md, "Unsure parts read
         together").
         Costs nothing on a frame with fewer than two unsure dice.
 
@@ -1552,7 +1552,7 @@ class DiceReader:
                     dice = again
         elif dice:
             # The box head's die fills the crop: one die framed tightly, or a loose crop whose few
-            # small dice it took for the pips of one big die (models/classifier.md, "Crowded crops").
+            # small dice it took for the pips of one big die (models/history/classifier.md, "Crowded crops").
             again = self._crowded_crop_read(image, dice[0], kinds, threshold)
             if again:
                 dice = again
@@ -1585,7 +1585,7 @@ class DiceReader:
         tightly; larger, the crop's own die), and ``first`` is below its kind's threshold or at
         least two of the other boxes are sure dice for the classifier (:meth:`_sure_dice`): two
         neighbours besides the die over the centre, which may be the top face of one big die
-        framed tightly. models/classifier.md, "Crowded crops".
+        framed tightly. models/history/classifier.md, "Crowded crops".
         """
         h, w = image.shape[:2]
         small = self._small_boxes(image)

@@ -98,7 +98,7 @@ def generate(argv: list[str]) -> int:
     ap.add_argument("--max-dice", type=_max_dice, default=12, help="at most this many dice a scene (1..12)")
     ap.add_argument("--dark", action="store_true",
                     help="dark dice on dark ground: every die a dark-bodied palette of the split, every background a "
-                         "dark plate (the detector's weak case; models/detector.md)")
+                         "dark plate (the detector's weak case; models/history/detector.md)")
     ap.add_argument("--calib-only", action="store_true",
                     help="render only the scenes training keeps for calibration (one in 20 by the name, "
                          "pi_table.vision.dataset.is_calib_render): what --calibrate-only reads of a set, the same "

@@ -226,7 +226,7 @@ def grey_of(rgb) -> float:
 @lru_cache(maxsize=4)
 def dark_palettes_for(split: str) -> tuple[tuple, ...]:
     """The palettes of a split whose body is dark (:data:`DARK_GREY`): black, navy, maroon dice.
-    Dark dice on dark ground are the detector's weak case (models/detector.md, "Dark dice on dark
+    Dark dice on dark ground are the detector's weak case (models/history/detector.md, "Dark dice on dark
     ground")."""
     return tuple(p for p in palettes_for(split) if grey_of(p[1]) < DARK_GREY)
 
