@@ -382,7 +382,8 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
         nlog = json.loads((args.models / "numerals-log.json").read_text()) if (args.models / "numerals-log.json").is_file() else {}
         speed_numbered = (f"A rendered {numbered['width']}x{numbered['height']} frame with {numbered['dice']} numbered dice "
                           f"(`{numbered['name']}`) reads in {numbered['median_ms']:.1f} ms median on 1 thread "
-                          f"(`pi-table read {numbered['path']} --threads 1`): the numeral model runs on each numbered die."
+                          f"(`pi-table read {numbered['path']} --threads 1`; on {date.today().isoformat()}, {machine_line(machine())}): "
+                          f"the numeral model runs on each numbered die."
                           if args.renders else "")
         nargs = nlog.get("args", {})
         before = nlog.get("float_before_int8", {})
@@ -390,7 +391,10 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
         if nargs.get("float") == "False":  # logs from before the int8 step have no "float"
             int8_text = ("\nWeights are int8 (per output channel) and activations uint8: onnxruntime's static "
                          "quantisation in QDQ format, scales from the activations of 512 training crops "
-                         "(`pi_table/train/nets.py` `quantize_int8`), a quarter of the float32 file and faster on a CPU.")
+                         "(`pi_table/train/nets.py` `quantize_int8`), a quarter of the float32 file, and faster on a CPU with "
+                         "int8 dot products (VNNI, ARM's dot products); without them int8 runs at about float speed. Its "
+                         "weights use all 8 bits (the classifiers' 7), so on an x86 CPU without VNNI onnxruntime's "
+                         "16-bit sums can saturate: models/history/numerals.md, \"Another machine\".")
             if before:
                 int8_text += (" The float32 model before quantisation read " + ", ".join(
                     f"{k} {v['right']:.1%}" for k, v in before.get("valid_right", {}).items())
