@@ -291,6 +291,38 @@ def test_join_gives_the_address_the_other_phones_open(client, monkeypatch):
     assert resp.data != client.get("/join.svg", headers={"Host": "10.1.2.4:8080"}).data  # another address, another code
 
 
+def test_the_join_qr_code_prints_on_a_terminal_only():
+    """serve prints the viewer's address as a QR code when its log is a terminal (a Pi's screen, ssh),
+    and nothing into a journal or a file (systemd, a redirect)."""
+    import io
+
+    from pi_table.outputs.web import print_join_qr
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    file, terminal = io.StringIO(), Terminal()
+    assert print_join_qr("http://192.168.1.23:8080/", file) is False and file.getvalue() == ""
+    assert print_join_qr("http://192.168.1.23:8080/", terminal) is True
+    lines = terminal.getvalue().splitlines()
+    assert lines[-1] == "scan to open http://192.168.1.23:8080/" and len(lines) > 10
+    # the blocks as a picture (each character a module wide and two high, a block's part light, as a dark
+    # terminal shows it), which OpenCV's QR decoder reads as the address
+    import cv2
+    import numpy as np
+
+    halves = {"\u2588": (255, 255), "\u2580": (255, 0), "\u2584": (0, 255), " ": (0, 0)}
+    rows = lines[:-1]
+    picture = np.zeros((2 * len(rows), max(map(len, rows))), np.uint8)
+    for y, line in enumerate(rows):
+        for x, ch in enumerate(line):
+            picture[2 * y:2 * y + 2, x] = halves[ch]
+    picture = cv2.copyMakeBorder(cv2.resize(picture, None, fx=8, fy=8, interpolation=cv2.INTER_NEAREST),
+                                 32, 32, 32, 32, cv2.BORDER_CONSTANT, value=255)
+    assert cv2.QRCodeDetector().detectAndDecode(picture)[0] == "http://192.168.1.23:8080/"
+
+
 def test_lan_address_is_an_address_or_none():
     """lan_address: a dotted IPv4 address other than loopback, or None (no network: CI, a Pi before its wifi)."""
     import ipaddress

@@ -467,6 +467,23 @@ def join_url(host_url: str) -> str:
     return f"{parts.scheme}://{address}{f':{parts.port}' if parts.port else ''}/"
 
 
+def print_join_qr(url: str, out=None) -> bool:
+    """Print ``url`` as a QR code in the terminal (segno, two rows of modules a line) on ``out``
+    (default stderr) when it is a terminal: at ``serve``'s start on a Pi's screen or over ssh, the
+    first phone opens the pages from it. Returns whether it printed; under systemd (a journal, not
+    a terminal) it prints nothing."""
+    import sys
+
+    out = sys.stderr if out is None else out
+    if not getattr(out, "isatty", lambda: False)():
+        return False
+    import segno
+
+    segno.make(url, error="m").terminal(out=out, compact=True, border=2)
+    print(f"scan to open {url}", file=out)
+    return True
+
+
 def make_server(service, host: str, port: int):
     """A waitress server for the app (port 0 picks a free port: see ``effective_port``)."""
     from waitress.server import create_server
@@ -548,6 +565,8 @@ def serve_forever(service, server, host: str) -> None:
         where = (f"phones on this network open http://{address}:{port}/ or http://{socket.gethostname()}.local:{port}/"
                  if address else "no network found yet: phones open http://<this machine's address>:%d/" % port)
         log.info("web page on http://%s:%s/: %s (GM page /gm; /gm shows a QR code to join)", host, port, where)
+        if address:
+            print_join_qr(f"http://{address}:{port}/")
     else:
         log.info("web page on http://%s:%s/ (GM page /gm)", host, port)
     try:
