@@ -7,6 +7,7 @@ route of the Flask app is described here, and fuzzes each one with the fields na
 
 from __future__ import annotations
 
+from pi_table.rules._common import PARAM_TYPES
 from pi_table.rules.api import DEFAULT_PARAMS, KINDS_BY_SYSTEM, SYSTEMS
 
 _ERROR = {"description": "bad input: one line naming the bad value; nothing changed",
@@ -140,7 +141,7 @@ SPEC: dict = {
                     "fields": {"type": "array", "items": {"type": "object", "required": ["name", "type", "label", "default"],
                                "properties": {
                         "name": {"type": "string", "description": "the key PUT /api/system takes"},
-                        "type": {"type": "string", "enum": ["choice", "int", "bool", "json"],
+                        "type": {"type": "string", "enum": list(PARAM_TYPES),
                                  "description": "choice: one of choices; int: min..max; bool; json: a list or mapping"},
                         "label": {"type": "string", "description": "a few words for the GM, in the seed's terms"},
                         "default": {"description": "what a new table of the system starts with"},

@@ -207,11 +207,9 @@ def create_app(service) -> Flask:
         the page from it, shown on another phone's /gm or viewer."""
         import io
 
-        import segno
-
         out = io.BytesIO()
-        segno.make(join_url(request.host_url), error="m").save(out, kind="svg", scale=6, border=2,
-                                                                dark="#000000", light="#ffffff")
+        join_qr_code(join_url(request.host_url)).save(out, kind="svg", scale=6, border=2,
+                                                      dark="#000000", light="#ffffff")
         return Response(out.getvalue(), mimetype="image/svg+xml", headers={"Cache-Control": "no-cache"})
 
     @app.post("/gm/login")
@@ -467,6 +465,14 @@ def join_url(host_url: str) -> str:
     return f"{parts.scheme}://{address}{f':{parts.port}' if parts.port else ''}/"
 
 
+def join_qr_code(url: str):
+    """``url`` as a segno QR code (error correction M: readable off a phone's screen with a glare),
+    for ``/join.svg`` and the terminal (:func:`print_join_qr`)."""
+    import segno
+
+    return segno.make(url, error="m")
+
+
 def print_join_qr(url: str, out=None) -> bool:
     """Print ``url`` as a QR code in the terminal (segno, two rows of modules a line) on ``out``
     (default stderr) when it is a terminal: at ``serve``'s start on a Pi's screen or over ssh, the
@@ -477,9 +483,7 @@ def print_join_qr(url: str, out=None) -> bool:
     out = sys.stderr if out is None else out
     if not getattr(out, "isatty", lambda: False)():
         return False
-    import segno
-
-    segno.make(url, error="m").terminal(out=out, compact=True, border=2)
+    join_qr_code(url).terminal(out=out, compact=True, border=2)
     print(f"scan to open {url}", file=out)
     return True
 
