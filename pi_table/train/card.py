@@ -111,6 +111,7 @@ def main(argv=None) -> int:
             p.error(f"--lofo {item}: no such folder: {folder}")
         lofo.append((Path(models), Path(folder)))
 
+    from pi_table.train.__main__ import parse_args as train_args  # the recorded runs' options are its
     from pi_table.vision.bench import bench, machine, machine_line
     from pi_table.vision.dataset import load_label_fixes
     from pi_table.vision.evaluate import evaluate, evaluate_close_ups, evaluate_cut_crops
@@ -186,8 +187,9 @@ def main(argv=None) -> int:
                  f"stays.")
     chosen_by = log.get("recalibrated", {}).get("args") or log.get("args", {})  # the run that chose the thresholds
     kind_thresholds = ", ".join(f"{kind} {t:g}" for kind, t in config.get("thresholds", {}).items())
+    numbered_target = f"{100 * float(chosen_by.get('numbered_wrong_target', 0.003)):g}%"  # the numbered kinds' wrong-at-ok target
     numbered_rule = (f" (the numbered kinds' own, {kind_thresholds}, on the calib renders at "
-                     f"{100 * float(chosen_by.get('numbered_wrong_target', 0.003)):g}%: numerals.md)"
+                     f"{numbered_target}: numerals.md)"
                      if kind_thresholds else "")
     accuracy += (f"\n\nWhat the `unreadable` threshold costs: the same reads, cut at other thresholds (`--sweep`). "
                  f"The shipped threshold, {config['threshold']}, was chosen on the calib split as the lowest at which "
@@ -258,8 +260,6 @@ def main(argv=None) -> int:
     if recalibrated:
         # the weights are that command's; the temperature and thresholds were fitted again since (and, with --int8,
         # the float classifiers quantised first): the options that run was given, from its log
-        from pi_table.train.__main__ import parse_args as train_args
-
         rargs = recalibrated.get("args", {})
         extra = recorded_options(rargs, train_args, ["--data", "x", "--out", "y"],
                                  skip=("data", "renders", "out", "seed", "threads", "smoke", "calibrate_only"))
@@ -322,8 +322,6 @@ models' records (models/history/).
                      f"look's (reader.py, \"Big dice\")" if close_up in sizes else "")
     big_log = (json.loads((args.models / "detector-big-log.json").read_text())
                if (args.models / "detector-big-log.json").is_file() else {})
-    from pi_table.train.__main__ import parse_args as train_args
-
     big_command = " ".join(["python3 -m pi_table.train", *recorded_options(
         big_log.get("args", {}), train_args, ["--data", "x", "--out", "y"], skip=("seed", "threads", "smoke")),
         f"--seed {big_log.get('args', {}).get('seed', '?')}"])
@@ -411,7 +409,7 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
                     f"`resumed_at`)" if resumed else "")
         numbered_thresholds = (f" The numbered kinds' thresholds (reader.json: {kind_thresholds}) are chosen with the reader's "
                                f"calibration (classifier.md's command) on the calib renders at "
-                               f"{100 * float(chosen_by.get('numbered_wrong_target', 0.003)):g}% expected wrong at `ok`"
+                               f"{numbered_target} expected wrong at `ok`"
                                f" (`--numbered-wrong-target`)." if kind_thresholds else "")
         (args.models / "numerals.md").write_text(f"""# numerals.onnx — reads the numeral of a d8, d10 or d10-tens
 
