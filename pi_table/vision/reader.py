@@ -25,9 +25,9 @@
    unsure: unsure dice lying close together are read again as one die from their union box grown
    1.3 times, and that die replaces them when read surely (:meth:`DiceReader._with_parts_joined`).
    **Small dice**: near the bottom of that range the net misses dice (a phone photo of the
-   whole table), so when the first look's median die is under 14 input pixels the image is
-   looked at again enlarged, its dice about 28 across (``reader.json``'s ``zoom_in``, default
-   on; :meth:`Detector.small_dice`).
+   whole table) and sizes them badly, so when the first look's median die is under 16 input
+   pixels the image is looked at again enlarged, its dice about 28 across, and again while they
+   still come out under 16 (``reader.json``'s ``zoom_in``, default on; :meth:`Detector.small_dice`).
 2. **Classification** (``models/classifier.onnx``): each box is cut from the full-resolution
    image as a square ``crop.margin`` times the box's long side, scaled to ``crop.size``
    pixels, and a small CNN gives a score per class ``KIND:FACE`` plus ``none`` (not a die:
