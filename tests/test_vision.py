@@ -1984,6 +1984,45 @@ def test_small_dice_are_enlarged_again_while_a_look_still_sees_them_small(reader
     assert detector.small_dice(image, two) is two and len(calls) == 1
 
 
+def test_a_first_look_sure_of_no_die_is_enlarged_as_if_its_dice_were_small(reader, monkeypatch):
+    """A tray seen small in a wide shot: the first look boxes clusters of its tiny dice as dice of a
+    size it knows, sure of none (Detector.small_dice, UNSURE_LOOK). Such a look is enlarged as one
+    whose dice come out just under SMALL_DIE would be; the enlarged look replaces it when it sees
+    small dice surely, and is enlarged again while they come out small. An enlarged look whose
+    dice come out in range, or sure of none again (a close-up's pips), leaves the first look
+    standing, as does a first look with one die at UNSURE_LOOK."""
+    from pi_table.vision import reader as reader_module
+    from pi_table.vision.reader import Detection, Detector
+
+    detector = reader.detector
+    image = np.zeros((1280, 1280, 3), np.uint8)  # first look: 320 input pixels, 4 image pixels each
+    sure, unsure = reader_module.UNSURE_LOOK, reader_module.UNSURE_LOOK - 0.05
+    clusters = [Detection((100 * i, 0, 100 * i + 80, 80), unsure) for i in range(5)]  # 20 input pixels
+
+    def looks(px: float, score: float):
+        calls = []
+
+        def find(self, tensor, stride, width, height):
+            calls.append(round(16.0 / stride, 2))  # the look's zoom
+            return [Detection((60 * i, 0, 60 * i + px, px), score) for i in range(14)]
+        monkeypatch.setattr(Detector, "_find", find)
+        return calls
+
+    calls = looks(32, sure)  # dice 8 input pixels at 1x: 14 in the look 1.75 times enlarged
+    found = detector.small_dice(image, clusters)
+    zoom = reader_module.MID_DIE / reader_module.SMALL_DIE
+    assert calls == [round(zoom, 2), round(zoom * reader_module.MID_DIE / 14, 2)], calls
+    assert len(found) == 14
+
+    for px, score in ((40, sure), (32, unsure)):  # enlarged: 17.5 pixels, in range; or small but unsure
+        calls = looks(px, score)
+        assert detector.small_dice(image, clusters) is clusters and calls == [round(zoom, 2)]
+
+    calls = looks(32, sure)
+    one_sure = clusters[:4] + [Detection((400, 0, 480, 80), sure)]
+    assert detector.small_dice(image, one_sure) is one_sure and calls == []
+
+
 def test_a_tray_photo_in_a_wide_shot_reads_its_small_dice():
     """A held-out nellbyler tray photo set in a plain border three times its size (its dice about
     7 first-look pixels across, the net sizes them at 13 to 15): the enlarged looks find and read
@@ -1995,6 +2034,20 @@ def test_a_tray_photo_in_a_wide_shot_reads_its_small_dice():
     labelled = next(im for im in load_yolo(real) if im.path.stem == "IMG_20191208_111304")
     score = score_image(DiceReader(threads=1), labelled, border=3.0)
     assert score.dice == 22 and score.right >= 20, (score.right, score.found)
+
+
+def test_a_tray_seen_small_is_not_taken_for_one_die():
+    """A nellbyler tray photo set in a plain border three times its size, whose first look boxes
+    clusters of its tiny dice, sure of none: before the clusters' enlarged look (Detector.small_dice,
+    UNSURE_LOOK) the zoomed-out look took the tray for one die and all 14 dice were lost (0 read
+    right, one false die); now the enlarged look finds and reads them (scored as ``eval --border 3``)."""
+    from pi_table.vision.dataset import load_yolo
+    from pi_table.vision.evaluate import score_image
+
+    real = need_shared() / "nellbyler-d6-tray"
+    labelled = next(im for im in load_yolo(real) if im.path.stem == "IMG_20191208_111710")
+    score = score_image(DiceReader(threads=1), labelled, border=3.0)
+    assert score.dice == 14 and score.right >= 12 and score.false_dice == 0, (score.right, score.false_dice)
 
 
 def test_eval_border_reads_each_photo_in_a_wider_frame(tmp_path):
