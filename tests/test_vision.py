@@ -1987,7 +1987,7 @@ def test_small_dice_are_enlarged_again_while_a_look_still_sees_them_small(reader
 def test_a_first_look_sure_of_no_die_is_enlarged_as_if_its_dice_were_small(reader, monkeypatch):
     """A tray seen small in a wide shot: the first look boxes clusters of its tiny dice as dice of a
     size it knows, sure of none (Detector.small_dice, UNSURE_LOOK). Such a look is enlarged as one
-    whose dice come out just under SMALL_DIE would be; the enlarged look replaces it when it sees
+    whose dice come out at SMALL_DIE would be; the enlarged look replaces it when it sees
     small dice surely, and is enlarged again while they come out small. An enlarged look whose
     dice come out in range, or sure of none again (a close-up's pips), leaves the first look
     standing, as does a first look with one die at UNSURE_LOOK."""

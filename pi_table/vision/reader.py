@@ -495,8 +495,8 @@ class Detector:
         **Clusters**: a tray seen small may show dice so small that the first look boxes clusters
         of them as dice of a size it knows, sure of none; the zoomed-out look then took the tray for
         one big die and every die in it was lost. A first look whose dice come out in range with no
-        score reaching :data:`UNSURE_LOOK` is looked at again enlarged as if its dice came out just
-        under :data:`SMALL_DIE`, and that look is taken (and enlarged again while its dice come
+        score reaching :data:`UNSURE_LOOK` is looked at again enlarged as if its dice came out at
+        :data:`SMALL_DIE`, and that look is taken (and enlarged again while its dice come
         out small) only when it sees small dice surely: its median die under :data:`SMALL_DIE`, its
         best score at least :data:`UNSURE_LOOK`. A close-up's first look is unsure of its pips too;
         enlarged, they come out in range or stay unsure, and the first look stands.
@@ -675,13 +675,15 @@ UNSEEN_LARGE_DIE = 64.0
 # (models/history/detector.md, "Smaller still"; 18 added false dice).
 SMALL_DIE = 16.0
 MID_DIE = 28.0
-# Clusters (Detector.small_dice): a first look whose dice come out in range but with no score of
-# UNSURE_LOOK or more is enlarged as if its dice came out under SMALL_DIE, and the enlarged look taken
-# when its dice come out small and one scores UNSURE_LOOK or more. Chosen on 2026-11-29 on the calib
-# split and train-split renders (the largest of 0.7/0.75/0.8/0.85 that left the calib photos and
-# renders as taken, and the photos at 1.5x, as they read); models/history/detector.md, "A tray taken for a die".
-UNSURE_LOOK = 0.75
 MAX_ZOOM_IN = 4.0
+# Clusters (Detector.small_dice): a first look whose dice come out in range but with no score of
+# UNSURE_LOOK or more is enlarged as if its dice came out at SMALL_DIE, and the enlarged look taken
+# when its dice come out small and one scores UNSURE_LOOK or more. The value was chosen on 2026-11-29
+# on the calib split and train-split renders (the largest of 0.7/0.75/0.8/0.85 that left the calib
+# photos and renders as taken, and the photos at 1.5x, as they read); the enlarged look's condition
+# after a first rule failed on close-ups, whose first looks are unsure of their pips
+# (models/history/detector.md, "A tray taken for a die").
+UNSURE_LOOK = 0.75
 
 
 def _long_side(box) -> float:
