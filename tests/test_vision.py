@@ -2023,31 +2023,26 @@ def test_a_first_look_sure_of_no_die_is_enlarged_as_if_its_dice_were_small(reade
     assert detector.small_dice(image, one_sure) is one_sure and calls == []
 
 
-def test_a_tray_photo_in_a_wide_shot_reads_its_small_dice():
-    """A held-out nellbyler tray photo set in a plain border three times its size (its dice about
-    7 first-look pixels across, the net sizes them at 13 to 15): the enlarged looks find and read
-    nearly every die that one look at the 14-pixel bar missed (scored as ``eval --border 3`` scores it)."""
+@pytest.mark.parametrize("stem, dice, least_right", [
+    # its dice about 7 first-look pixels, sized by the net at 13 to 15: one look at the 14-pixel bar
+    # missed nearly all; the enlarged looks, taken again while the dice come out small, find them
+    ("IMG_20191208_111304", 22, 20),
+    # the first look boxes clusters of its tiny dice, sure of none: before the clusters' enlarged look
+    # (UNSURE_LOOK) the zoomed-out look took the tray for one die, and all 14 were lost (0 read right,
+    # one false die)
+    ("IMG_20191208_111710", 14, 12),
+])
+def test_a_tray_photo_in_a_wide_shot_reads_its_small_dice(stem, dice, least_right):
+    """A nellbyler tray photo set in a plain border three times its size, as a wide shot of the table
+    shows the tray (Detector.small_dice): nearly every die is found and read, and no false die is
+    reported (scored as ``eval --border 3`` scores it)."""
     from pi_table.vision.dataset import load_yolo
     from pi_table.vision.evaluate import score_image
 
     real = need_shared() / "nellbyler-d6-tray"
-    labelled = next(im for im in load_yolo(real) if im.path.stem == "IMG_20191208_111304")
+    labelled = next(im for im in load_yolo(real) if im.path.stem == stem)
     score = score_image(DiceReader(threads=1), labelled, border=3.0)
-    assert score.dice == 22 and score.right >= 20, (score.right, score.found)
-
-
-def test_a_tray_seen_small_is_not_taken_for_one_die():
-    """A nellbyler tray photo set in a plain border three times its size, whose first look boxes
-    clusters of its tiny dice, sure of none: before the clusters' enlarged look (Detector.small_dice,
-    UNSURE_LOOK) the zoomed-out look took the tray for one die and all 14 dice were lost (0 read
-    right, one false die); now the enlarged look finds and reads them (scored as ``eval --border 3``)."""
-    from pi_table.vision.dataset import load_yolo
-    from pi_table.vision.evaluate import score_image
-
-    real = need_shared() / "nellbyler-d6-tray"
-    labelled = next(im for im in load_yolo(real) if im.path.stem == "IMG_20191208_111710")
-    score = score_image(DiceReader(threads=1), labelled, border=3.0)
-    assert score.dice == 14 and score.right >= 12 and score.false_dice == 0, (score.right, score.false_dice)
+    assert score.dice == dice and score.right >= least_right and score.false_dice == 0, (score.right, score.false_dice)
 
 
 def test_eval_border_reads_each_photo_in_a_wider_frame(tmp_path):
