@@ -2022,6 +2022,37 @@ def test_a_first_look_sure_of_no_die_is_enlarged_as_if_its_dice_were_small(reade
     one_sure = clusters[:4] + [Detection((400, 0, 480, 80), sure)]
     assert detector.small_dice(image, one_sure) is one_sure and calls == []
 
+    # the classifier's word (CLUSTER_SURE): an enlarged look whose dice it reads surely too few of
+    # (the pips of dice on a desk the detector never learned) leaves the first look standing
+    bar = reader_module.CLUSTER_SURE
+    shares = []
+
+    def share(value):
+        return lambda boxes: shares.append(len(boxes)) or value
+    looks(32, sure)
+    assert detector.small_dice(image, clusters, share(bar - 0.01)) is clusters and shares == [14]
+    looks(32, sure)
+    assert len(detector.small_dice(image, clusters, share(bar))) == 14
+
+
+def test_the_clusters_look_asks_the_classifier_whether_its_dice_are_dice(reader, monkeypatch):
+    """DiceReader takes the clusters' enlarged look (Detector.small_dice) only when the classifier
+    reads at least CLUSTER_SURE of its dice surely: small boxes the detector is sure of on a bare
+    grey frame (nothing the classifier reads as a die) leave the first look's boxes standing."""
+    from pi_table.vision import reader as reader_module
+    from pi_table.vision.reader import Detection, Detector
+
+    image = np.full((1280, 1280, 3), 128, np.uint8)
+    unsure, sure = reader_module.UNSURE_LOOK - 0.05, reader_module.UNSURE_LOOK
+    first = [Detection((100.0 * i, 0.0, 100.0 * i + 80, 80.0), unsure) for i in range(5)]  # 20 input px
+    small = [Detection((60.0 * i, 0.0, 60.0 * i + 32, 32.0), sure) for i in range(14)]  # 14 when enlarged
+    looks = iter([first, small, small])
+    monkeypatch.setattr(Detector, "_find", lambda self, tensor, stride, w, h: next(looks))
+    monkeypatch.setattr(type(reader), "_with_big_dice", lambda self, image, found, shrunk: found)
+    assert reader.sure_share(image, [d.box for d in small]) < reader_module.CLUSTER_SURE
+    boxes = reader._boxes(image, zoom_in=True)
+    assert [tuple(b.box) for b in boxes] == [tuple(d.box) for d in first]
+
 
 @pytest.mark.parametrize("stem, dice, least_right", [
     # its dice about 7 first-look pixels, sized by the net at 13 to 15: one look at the 14-pixel bar

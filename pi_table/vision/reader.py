@@ -91,7 +91,7 @@ import os
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -474,9 +474,13 @@ class Detector:
         tensor, scale = self.prepare(image, shrunk=shrunk)
         return self._find(tensor, 4.0 / scale, image.shape[1], image.shape[0])
 
-    def small_dice(self, image: np.ndarray, found: list[Detection]) -> list[Detection]:
+    def small_dice(self, image: np.ndarray, found: list[Detection],
+                   sure_share: Callable[[list], float] | None = None) -> list[Detection]:
         """``found`` (:meth:`detect`'s boxes of ``image``, HxWx3 uint8 BGR), or, when its dice are
         small for the net, the boxes of a look at ``image`` enlarged so that they come out mid-range.
+        ``sure_share``: given boxes (x0, y0, x1, y1, pixels of ``image``), the share (0..1) of them
+        the classifier reads surely (:meth:`DiceReader.sure_share`); None takes the clusters' look
+        on the detector's word alone.
 
         The net learned dice 12 to 90 input pixels across (log-uniform,
         ``pi_table.train.data.det_sample``) and misses more of them near the bottom of that range,
@@ -498,9 +502,12 @@ class Detector:
         score reaching :data:`UNSURE_LOOK` is looked at again enlarged as if its dice came out at
         :data:`SMALL_DIE`, and that look is taken (and enlarged again while its dice come
         out small) only when it sees small dice surely: its median die under :data:`SMALL_DIE`, its
-        best score at least :data:`UNSURE_LOOK`. A close-up's first look is unsure of its pips too;
-        enlarged, they come out in range or stay unsure, and the first look stands.
-        models/history/detector.md, "A tray taken for a die".
+        best score at least :data:`UNSURE_LOOK`, and the classifier reading at least
+        :data:`CLUSTER_SURE` of its dice surely (``sure_share``). A close-up's first look is unsure of
+        its pips too; enlarged, they come out in range or stay unsure, and the first look stands. A
+        detector unsure of dice on a desk it never learned sees their pips surely once enlarged, but
+        the classifier reads none of them as a die. models/history/detector.md, "A tray taken for a
+        die" and "Pips taken for clusters".
         """
         if not found:
             return found
@@ -519,6 +526,8 @@ class Detector:
             again_median = float(np.median([_long_side(d.box) for d in again])) * zscale
             if clusters and (again_median >= SMALL_DIE or max(d.score for d in again) < UNSURE_LOOK):
                 break  # enlarged, they are not small dice seen surely: a close-up's pips, unsure dice in range
+            if clusters and sure_share is not None and sure_share([d.box for d in again]) < CLUSTER_SURE:
+                break  # small things seen surely that the classifier does not read as dice: pips
             clusters = False
             found, median = again, again_median
         return found
@@ -684,6 +693,15 @@ MAX_ZOOM_IN = 4.0
 # after a first rule failed on close-ups, whose first looks are unsure of their pips
 # (models/history/detector.md, "A tray taken for a die").
 UNSURE_LOOK = 0.75
+# ... and taken only when the classifier reads at least CLUSTER_SURE of its dice surely (the
+# threshold of a big die's parts, DiceReader._part_bar). Chosen on 2026-11-29 on matteop65's Train
+# folder read by a model that never saw it (runs/lofo-nellbyler: in all 29 frames that took the look,
+# none of its dice, the pips of dice the detector was unsure of, read surely), the calib photos at
+# border 3 (the trays' looks: 67 to 87%) and renders/train --calib at border 3 (36%, 100%, and 0% for
+# a frame of one die). It failed its first rule by one die read right and passed its second (a second
+# leave-one-folder-out model: false dice 94.2 -> 47.7 per 100); models/history/detector.md, "Pips taken
+# for clusters".
+CLUSTER_SURE = 0.25
 
 
 def _long_side(box) -> float:
@@ -1433,6 +1451,11 @@ class DiceReader:
         classes = self.classifier.classes
         return [classes[b] if b != none and p[j, b] >= self._part_bar(classes[b]) else "" for j, b in enumerate(best)]
 
+    def sure_share(self, image: np.ndarray, boxes) -> float:
+        """The share (0..1) of ``boxes`` (x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR) that
+        the classifier reads surely as dice (:meth:`_sure_parts`); 0 for no boxes."""
+        return sum(map(bool, self._sure_parts(image, boxes))) / len(boxes) if len(boxes) else 0.0
+
     def _part_bar(self, cls: str) -> float:
         """The probability (one view, one temperature) at which :meth:`_with_big_dice` takes a big
         die's part of classifier class ``cls`` for a sure small die: its kind's threshold, and for
@@ -1549,7 +1572,7 @@ class DiceReader:
         shrunk = self.detector.shrink(image)
         detections = self.detector.detect(image, shrunk)
         if zoom_in:
-            detections = self.detector.small_dice(image, detections)
+            detections = self.detector.small_dice(image, detections, lambda boxes: self.sure_share(image, boxes))
         return self._with_big_dice(image, detections, shrunk)
 
     def read_crop(self, image: np.ndarray, name: str = "", kinds=None, threshold: float | None = None) -> Reading:
