@@ -30,7 +30,7 @@
    still come out under 16 (``reader.json``'s ``zoom_in``, default on; :meth:`Detector.small_dice`).
    A first look sure of no die may have boxed clusters of dice smaller still (a tray in a wide
    shot, else taken for one big die): it is enlarged too, and the enlarged look taken when it sees
-   small dice surely.
+   small dice surely and the classifier reads enough of them as dice (not a big die's pips).
 2. **Classification** (``models/classifier.onnx``): each box is cut from the full-resolution
    image as a square ``crop.margin`` times the box's long side, scaled to ``crop.size``
    pixels, and a small CNN gives a score per class ``KIND:FACE`` plus ``none`` (not a die:
