@@ -1810,22 +1810,54 @@ def test_a_cluster_of_small_dice_is_not_taken_for_one_big_die(reader, monkeypatc
 def test_a_far_looks_big_die_is_a_cluster_at_one_sure_part(reader, monkeypatch):
     """A big die of the far looks (zoom_out above ZOOM_OUT) over one die the classifier reads
     surely is not taken: the first look's boxes stand. The same box from the ZOOM_OUT look, which
-    needs two sure parts, replaces that die."""
-    from pi_table.vision.reader import FAR_ZOOM_OUTS, ZOOM_OUT, Detection
+    needs two sure parts, replaces that die when the die is a big part of it (a close-up's die found
+    whole and as its top face); when the die is under LONE_DIE of it, the box is read too, and the
+    die stands only if the box is no die (DiceReader._no_die_round_one)."""
+    from pi_table.vision.reader import FAR_ZOOM_OUTS, LONE_DIE, ZOOM_OUT, Detection
 
     photo = sorted(DEMO.glob("*.jpg"))[0]
     image = load_image(photo)
     found = reader.detector.detect(image)
     x0, y0, x1, y1 = found[0].box
-    big = (x0 - (x1 - x0), y0 - (y1 - y0), x1 + (x1 - x0), y1 + (y1 - y0))
     p = reader.classifier.calibrated(reader.classifier.logits(reader.classifier.crops(image, [found[0].box])), top_label=False)[0]
     assert p.max() >= reader._part_bar(reader.classifier.classes[int(p.argmax())])  # a sure die
+    assert reader.classifier.classes[int(p.argmax())] != "d6:1"  # (a lone "1" may be a pip)
     looker = reader.close_up_detector or reader.detector
-    for zoom, kept in ((FAR_ZOOM_OUTS[0], True), (ZOOM_OUT, False)):
-        monkeypatch.setattr(looker, "big_dice", lambda im, f, shrunk=None, z=zoom: [(Detection(big, 0.9, z), [0])])
+    ground = {"answer": True}
+    monkeypatch.setattr(reader, "_no_die_round_one", lambda image, box: ground["answer"])
+    for grow, zoom, no_die, kept in ((1.0, FAR_ZOOM_OUTS[0], False, True), (0.125, FAR_ZOOM_OUTS[0], False, True),
+                                     (0.125, ZOOM_OUT, True, False), (1.0, ZOOM_OUT, False, False),
+                                     (1.0, ZOOM_OUT, True, True)):
+        big = (x0 - grow * (x1 - x0), y0 - grow * (y1 - y0), x1 + grow * (x1 - x0), y1 + grow * (y1 - y0))
+        assert ((x1 - x0) < LONE_DIE * (big[2] - big[0])) == (grow == 1.0)
+        ground["answer"] = no_die
+        monkeypatch.setattr(looker, "big_dice", lambda im, f, shrunk=None, z=zoom, b=big: [(Detection(b, 0.9, z), [0])])
         boxes = reader._with_big_dice(image, found)
-        assert (boxes == [d.box for d in found]) == kept, zoom
-        assert (boxes == [big] + [d.box for d in found[1:]]) != kept, zoom
+        assert (boxes == [d.box for d in found]) == kept, (grow, zoom, no_die)
+        assert (boxes == [big] + [d.box for d in found[1:]]) != kept, (grow, zoom, no_die)
+
+
+def test_a_box_read_as_a_sure_die_or_a_numbered_shape_is_no_ground_round_one_die(reader, monkeypatch):
+    """_no_die_round_one: the big box is the ground round one die only when the classifier (one
+    view, one temperature) reads it as no sure die and gives numbered shapes under half of it (a big
+    percentile die's "00" reads as a d6 "6" when boxed alone; the die itself is no ground)."""
+    classes = reader.classifier.classes
+    probs = {}
+
+    def calibrated(logits, top_label=True):
+        return np.array([probs[c] if c in probs else 0.0 for c in classes])[None, :]
+
+    monkeypatch.setattr(reader.classifier, "calibrated", calibrated)
+    image = np.full((100, 100, 3), 128, np.uint8)
+    box = (10.0, 10.0, 90.0, 90.0)
+    probs.clear(); probs.update({"d6:1": 0.6, "none": 0.4})
+    assert reader._no_die_round_one(image, box)  # unsure, no numbered shape: the ground
+    probs.clear(); probs.update({"d6:3": 0.99, "none": 0.01})
+    assert not reader._no_die_round_one(image, box)  # a sure die
+    probs.clear(); probs.update({"d10:*": 0.55, "d6:6": 0.45})
+    assert not reader._no_die_round_one(image, box)  # mostly a numbered die
+    probs.clear(); probs.update({"none": 0.99, "d6:1": 0.01})
+    assert reader._no_die_round_one(image, box)  # sure of no die
 
 
 def test_a_big_dies_parts_that_all_read_one_and_cover_little_of_it_are_its_pips(reader, monkeypatch):
@@ -1848,6 +1880,18 @@ def test_a_big_dies_parts_that_all_read_one_and_cover_little_of_it_are_its_pips(
     assert not reader._is_cluster(image, big, pips, 2) and not reader._is_cluster(image, big, pips[:1], 1)
     reads[pips[0]] = "d10:*"
     assert reader._is_cluster(image, big, pips, 1)  # a far look's die: one sure part
+    ground = {"answer": True}
+    monkeypatch.setattr(reader, "_no_die_round_one", lambda image, box: ground["answer"])
+    assert reader._is_cluster(image, big, pips, 2)  # one sure part under LONE_DIE, in no die: the ground
+    ground["answer"] = False
+    assert not reader._is_cluster(image, big, pips, 2)  # ... in a box that reads as a die: its part
+    ground["answer"] = True
+    face = (10, 10, 90, 90)  # a part as big as a top face: one is not enough
+    reads[face] = "d6:3"
+    assert not reader._is_cluster(image, big, [face], 2) and reader._is_cluster(image, big, [face], 1)
+    reads[pips[0]] = "d6:1"
+    assert not reader._is_cluster(image, big, pips, 2)  # one small "1": a pip
+    reads[pips[0]] = "d10:*"
     reads.update({dice[0]: "d6:1", dice[1]: "d6:1"})
     assert reader._is_cluster(image, big, dice, 2)  # two dice showing 1 fill the box
 
@@ -2074,6 +2118,21 @@ def test_a_tray_photo_in_a_wide_shot_reads_its_small_dice(stem, dice, least_righ
     labelled = next(im for im in load_yolo(real) if im.path.stem == stem)
     score = score_image(DiceReader(threads=1), labelled, border=3.0)
     assert score.dice == dice and score.right >= least_right and score.false_dice == 0, (score.right, score.false_dice)
+
+
+@pytest.mark.parametrize("stem", ["five_10", "two_10"])
+def test_one_die_on_a_desk_in_a_wide_shot_is_read_not_taken_for_the_desk(stem):
+    """A matteop65 desk photo of one die set in a plain border three times its size: the zoomed-out
+    look boxes the photo itself as one big die over that die, which the classifier reads surely, which
+    is under LONE_DIE of it, and in a box the classifier reads as no die; the die stands and is read
+    (before LONE_DIE: one false die, the desk, `unreadable`, and the die lost)."""
+    from pi_table.vision.dataset import load_yolo, with_die_boxes
+    from pi_table.vision.evaluate import score_image
+
+    real = need_shared() / "matteop65-d6-desk" / "Train"
+    labelled = with_die_boxes(next(im for im in load_yolo(real) if im.path.stem == stem))
+    score = score_image(DiceReader(threads=1), labelled, border=3.0)
+    assert score.dice == 1 and score.right == 1 and score.false_dice == 0, (score.right, score.false_dice)
 
 
 def test_eval_border_reads_each_photo_in_a_wider_frame(tmp_path):

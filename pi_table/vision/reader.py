@@ -11,9 +11,11 @@
    (90 input pixels), once a look at the scale
    where it is about 51 pixels across confirms it, in place of the parts. A "big die" whose
    parts include two that the classifier calls dice is a cluster of dice seen as one, and is
-   dropped (:meth:`Detector.big_dice`, :meth:`DiceReader._with_big_dice`). A die not surely read
-   that lies at least half inside a die 1.5 times its size across is one of its faces, numerals or
-   pips, and is dropped too (:meth:`DiceReader._without_parts`). The second look and its
+   dropped; so is one with a single such part under :data:`LONE_DIE` of it across, when the
+   classifier reads the big box itself as no die (a desk or tray seen small round one die)
+   (:meth:`Detector.big_dice`, :meth:`DiceReader._with_big_dice`). A die not surely read that lies
+   at least half inside a die 1.5 times its size across is one of its faces, numerals or pips, and
+   is dropped too (:meth:`DiceReader._without_parts`). The second look and its
    confirmation may use a detector of their own (``reader.json``'s ``detector.close_up_file``,
    ``models/detector-big.onnx``: the same net trained with close-up renders as well, whose big
    dice are sharp, not small ones scaled up; models/history/detector.md, "Close-up detector"), so that
@@ -115,6 +117,12 @@ CROWD_DIE = 0.2
 # big die a cluster of small dice: sure parts that all read "1" count only if they cover at least
 # CLUSTER_COVER of the big die's box (a pile of dice fills its box; pips leave most of the face bare).
 CLUSTER_COVER = 0.3
+# One sure part under LONE_DIE of a big die's long side also makes it a cluster when the big die itself is
+# neither a sure die nor mostly a numbered shape to the classifier (one die boxed with the ground around it:
+# a desk or tray seen small round one die). A numbered die's numerals can read surely as a d6 face (a "00" as
+# a "6"), and a big die's top face, read as a part, is 0.6 to 0.7 of it across (models/history/detector.md,
+# "One die in a wide shot").
+LONE_DIE = 0.4
 # Unsure dice within JOIN_GAP times the smaller one's long side of each other are read again together,
 # their union box as one die (DiceReader._with_parts_joined: a dark die too big for the first look,
 # reported as its pips or numerals; models/history/detector.md, "Unsure parts read together").
@@ -1397,8 +1405,10 @@ class DiceReader:
         A big die with two or more parts that the classifier alone (one view) calls a die at the
         threshold of the class it gives them is a cluster of small dice the second look saw as
         one: the first look's boxes stand. For a die of the far looks (``zoom_out`` above
-        :data:`ZOOM_OUT`), one such part is enough. (The pips and faces a big die is split into are not
-        called dice so surely; those that are, a white d6's pips read as "1"s, are told by how little
+        :data:`ZOOM_OUT`), one such part is enough, and so it is for any big die when the part is
+        under :data:`LONE_DIE` of it across and the big box reads as no die
+        (:meth:`_no_die_round_one`: one die in a wide shot, the desk round it boxed as a die). (The
+        pips and faces a big die is split into are not called dice so surely; those that are, a white d6's pips read as "1"s, are told by how little
         of the big die they cover: :meth:`_is_cluster`.) The parts are judged as this rule was chosen (:meth:`_part_bar`):
         at the one temperature, not ``shape_temperature``, and a numbered shape at
         :data:`NUMBERED_PART_SURE` at least. Judged as the other dice are, a big die's kite faces
@@ -1415,7 +1425,7 @@ class DiceReader:
             parts = [i for i in parts if i not in dropped]
             # a far look's die (Detector.big_dice, "Far looks") is a cluster at one sure part
             cluster = 1 if die.zoom_out > ZOOM_OUT else 2
-            if len(parts) >= cluster and self._is_cluster(image, die.box, [boxes[i] for i in parts], cluster):
+            if parts and self._is_cluster(image, die.box, [boxes[i] for i in parts], cluster):
                 continue
             dropped.update(parts)
             big.append(die.box)
@@ -1424,16 +1434,29 @@ class DiceReader:
     def _is_cluster(self, image: np.ndarray, big_box, parts, cluster: int) -> bool:
         """Whether a big die's ``parts`` (boxes x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR)
         are a cluster of small dice that :meth:`_with_big_dice` keeps: at least ``cluster`` of them
-        are sure dice (:meth:`_sure_parts`), unless every sure one reads as a d6's "1" and together
-        they cover less than :data:`CLUSTER_COVER` of ``big_box``, the big die's: then they are its
+        are sure dice (:meth:`_sure_parts`), or one is, under :data:`LONE_DIE` of ``big_box``'s long
+        side, and ``big_box`` is no die (:meth:`_no_die_round_one`), unless every sure one reads as a
+        d6's "1" and together they cover less than :data:`CLUSTER_COVER` of ``big_box``, the big die's: then they are its
         pips (a close-up of one white or red d6; models/history/detector.md, "Close-ups' pips")."""
         reads = self._sure_parts(image, parts)
         sure = [b for b, c in zip(parts, reads) if c]
-        if len(sure) < cluster:
+        if len(sure) < cluster and not (any(_long_side(b) < LONE_DIE * _long_side(big_box) for b in sure)
+                                        and self._no_die_round_one(image, big_box)):
             return False
         if any(c != "d6:1" for c in reads if c):
             return True
         return sum(_intersection(b, big_box) for b in sure) >= CLUSTER_COVER * _area(big_box)
+
+    def _no_die_round_one(self, image: np.ndarray, big_box) -> bool:
+        """Whether the classifier alone (one view, one temperature) reads ``big_box`` (x0, y0, x1, y1,
+        pixels of ``image``, HxWx3 uint8 BGR) as no sure die (:meth:`_part_bar`) and gives numbered
+        shapes less than half of it: the ground round one small die, not a die of its own."""
+        p = self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, [big_box])), top_label=False)[0]
+        classes = self.classifier.classes
+        best = int(p.argmax())
+        numbered = sum(float(p[i]) for i, c in enumerate(classes) if c.endswith(":*"))
+        sure = classes[best] != "none" and p[best] >= self._part_bar(classes[best])
+        return not sure and numbered < 0.5
 
     def _sure_dice(self, image: np.ndarray, boxes) -> int:
         """How many of ``boxes`` (x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR) the classifier
