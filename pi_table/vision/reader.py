@@ -1451,12 +1451,9 @@ class DiceReader:
         """Whether the classifier alone (one view, one temperature) reads ``big_box`` (x0, y0, x1, y1,
         pixels of ``image``, HxWx3 uint8 BGR) as no sure die (:meth:`_part_bar`) and gives numbered
         shapes less than half of it: the ground round one small die, not a die of its own."""
-        p = self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, [big_box])), top_label=False)[0]
-        classes = self.classifier.classes
-        best = int(p.argmax())
-        numbered = sum(float(p[i]) for i, c in enumerate(classes) if c.endswith(":*"))
-        sure = classes[best] != "none" and p[best] >= self._part_bar(classes[best])
-        return not sure and numbered < 0.5
+        p = self._part_probabilities(image, [big_box])
+        numbered = sum(float(p[0, i]) for i, c in enumerate(self.classifier.classes) if c.endswith(":*"))
+        return not self._sure_reads(p)[0] and numbered < 0.5
 
     def _sure_dice(self, image: np.ndarray, boxes) -> int:
         """How many of ``boxes`` (x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR) the classifier
@@ -1466,13 +1463,19 @@ class DiceReader:
     def _sure_parts(self, image: np.ndarray, boxes) -> list[str]:
         """For each of ``boxes`` (as :meth:`_sure_dice`), the classifier class it alone reads surely
         (``d6:1``, ``d10:*``), or "" where it does not read a sure die."""
-        if not len(boxes):
-            return []
-        none = self.classifier.classes.index("none")
-        p = self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, list(boxes))), top_label=False)
-        best = p.argmax(axis=1)
+        return self._sure_reads(self._part_probabilities(image, boxes)) if len(boxes) else []
+
+    def _part_probabilities(self, image: np.ndarray, boxes) -> np.ndarray:
+        """NxK float calibrated probabilities over the classifier's classes for ``boxes`` (N >= 1,
+        pixels of ``image``, HxWx3 uint8 BGR): one view, the one temperature, as the parts are judged."""
+        return self.classifier.calibrated(self.classifier.logits(self.classifier.crops(image, list(boxes))), top_label=False)
+
+    def _sure_reads(self, p: np.ndarray) -> list[str]:
+        """For each row of :meth:`_part_probabilities`' ``p``, its best class when it reads a sure die
+        at :meth:`_part_bar`, else ""."""
         classes = self.classifier.classes
-        return [classes[b] if b != none and p[j, b] >= self._part_bar(classes[b]) else "" for j, b in enumerate(best)]
+        none = classes.index("none")
+        return [classes[b] if b != none and p[j, b] >= self._part_bar(classes[b]) else "" for j, b in enumerate(p.argmax(axis=1))]
 
     def sure_share(self, image: np.ndarray, boxes) -> float:
         """The share (0..1) of ``boxes`` (x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR) that
