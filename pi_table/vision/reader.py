@@ -1408,8 +1408,8 @@ class DiceReader:
         :data:`ZOOM_OUT`), one such part is enough, and so it is for any big die when the part is
         under :data:`LONE_DIE` of it across and the big box reads as no die
         (:meth:`_no_die_round_one`: one die in a wide shot, the desk round it boxed as a die). (The
-        pips and faces a big die is split into are not called dice so surely; those that are, a white d6's pips read as "1"s, are told by how little
-        of the big die they cover: :meth:`_is_cluster`.) The parts are judged as this rule was chosen (:meth:`_part_bar`):
+        pips and faces a big die is split into are not called dice so surely; those that are, a white
+        d6's pips read as "1"s, are told by how little of the big die they cover: :meth:`_is_cluster`.) The parts are judged as this rule was chosen (:meth:`_part_bar`):
         at the one temperature, not ``shape_temperature``, and a numbered shape at
         :data:`NUMBERED_PART_SURE` at least. Judged as the other dice are, a big die's kite faces
         passed for sure small d10s and the big die was lost (``pi-table eval renders/big --calib``:
@@ -1436,8 +1436,8 @@ class DiceReader:
         are a cluster of small dice that :meth:`_with_big_dice` keeps: at least ``cluster`` of them
         are sure dice (:meth:`_sure_parts`), or one is, under :data:`LONE_DIE` of ``big_box``'s long
         side, and ``big_box`` is no die (:meth:`_no_die_round_one`), unless every sure one reads as a
-        d6's "1" and together they cover less than :data:`CLUSTER_COVER` of ``big_box``, the big die's: then they are its
-        pips (a close-up of one white or red d6; models/history/detector.md, "Close-ups' pips")."""
+        d6's "1" and together they cover less than :data:`CLUSTER_COVER` of ``big_box``, the big
+        die's: then they are its pips (a close-up of one white or red d6; models/history/detector.md, "Close-ups' pips")."""
         reads = self._sure_parts(image, parts)
         sure = [b for b, c in zip(parts, reads) if c]
         if len(sure) < cluster and not (any(_long_side(b) < LONE_DIE * _long_side(big_box) for b in sure)
@@ -1452,7 +1452,7 @@ class DiceReader:
         pixels of ``image``, HxWx3 uint8 BGR) as no sure die (:meth:`_part_bar`) and gives numbered
         shapes less than half of it: the ground round one small die, not a die of its own."""
         p = self._part_probabilities(image, [big_box])
-        numbered = sum(float(p[0, i]) for i, c in enumerate(self.classifier.classes) if c.endswith(":*"))
+        numbered = float(p[0, self.classifier._shapes].astype(np.float64).sum())
         return not self._sure_reads(p)[0] and numbered < 0.5
 
     def _sure_dice(self, image: np.ndarray, boxes) -> int:
@@ -1480,7 +1480,7 @@ class DiceReader:
     def sure_share(self, image: np.ndarray, boxes) -> float:
         """The share (0..1) of ``boxes`` (x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR) that
         the classifier reads surely as dice (:meth:`_sure_parts`); 0 for no boxes."""
-        return sum(map(bool, self._sure_parts(image, boxes))) / len(boxes) if len(boxes) else 0.0
+        return self._sure_dice(image, boxes) / len(boxes) if len(boxes) else 0.0
 
     def _part_bar(self, cls: str) -> float:
         """The probability (one view, one temperature) at which :meth:`_with_big_dice` takes a big
