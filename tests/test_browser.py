@@ -63,6 +63,12 @@ def gm_login(page, base: str) -> None:
     page.wait_for_selector("#controls:not([hidden])", timeout=10_000)
 
 
+def wait_msg(page, text: str) -> None:
+    """Wait until the GM page's message line (#msg) holds ``text``. The message is set when the
+    POST's answer comes back, which may be after the live state stream already changed the page."""
+    page.wait_for_function(f"document.getElementById('msg').textContent.includes({json.dumps(text)})", timeout=10_000)
+
+
 def test_viewer_shows_a_roll_live_without_reloading(served, page):
     service, base = served
     page.goto(base + "/")
@@ -144,7 +150,7 @@ def test_gm_removes_a_false_die_and_sets_a_die_kind(served, page):
     fixed = service.table.roll(roll_id)
     assert [d.face for d in fixed.reading.dice] == ["6", "2"] and fixed.outcome == "full"
     assert service.table.tokens.momentum == 2 and "momentum 2" in page.inner_text("#tokens")
-    assert "removed from roll" in page.inner_text("#msg")
+    wait_msg(page, "removed from roll")
     assert page.locator("#last-dice form.fix input").nth(1).input_value() == "2"
     box = page.locator("#last-dice").bounding_box()
     assert box["x"] + box["width"] <= 390  # no sideways scrolling on the phone
@@ -732,7 +738,8 @@ def test_gm_spends_and_gives_omens_and_records_a_choice_to_fail(served, page):
     gm_login(page, base)
     page.click("#choose-fail")
     page.wait_for_function("document.getElementById('omens').textContent === '3'", timeout=10_000)
-    assert "GM gains 3 omens" in page.inner_text("#msg") and service.state().tokens.gm_omens == 3
+    wait_msg(page, "GM gains 3 omens")
+    assert service.state().tokens.gm_omens == 3
     page.click("#omen-spend")
     page.wait_for_function("document.getElementById('omens').textContent === '2'", timeout=10_000)
     page.click("#omen-give")
@@ -792,7 +799,8 @@ def test_gm_applies_the_parameters_to_the_last_roll_after_it(served, page):
                            timeout=10_000)
     fixed = service.table.roll(roll.id)
     assert (fixed.outcome, fixed.result["successes"], fixed.params["difficulty"]) == ("partial", 2, 8)
-    assert service.state().params["difficulty"] == 6 and f"roll #{roll.id} resolved again" in page.inner_text("#msg")
+    wait_msg(page, f"roll #{roll.id} resolved again")
+    assert service.state().params["difficulty"] == 6
     box = page.locator("#roll-params").bounding_box()
     assert box["x"] + box["width"] <= 390  # no sideways scrolling on the phone
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -1011,7 +1019,8 @@ def test_gm_adds_a_skill_checks_luck_die_typed_or_read_from_the_tray(served, pag
     page.fill("#luck-face", "3")
     page.click("#luck-add")
     page.wait_for_selector("#luck[hidden]", state="attached", timeout=10_000)
-    assert service.table.roll(roll.id).result["result"] == 7 and "luck die 3 added" in page.inner_text("#msg")
+    wait_msg(page, "luck die 3 added")
+    assert service.table.roll(roll.id).result["result"] == 7
 
 
 def test_gm_luck_die_typed_for_a_roll_lands_on_it_when_a_newer_roll_comes_in(served, page):
@@ -1095,7 +1104,8 @@ def test_gm_marks_a_condition_on_a_skill_check_failed_by_one(served, page):
     page.wait_for_selector("#mark-row[hidden]", state="attached", timeout=10_000)
     marked = service.table.roll(first)
     assert (marked.outcome, marked.params["mark_condition"]) == ("success", True)
-    assert "a condition marked" in page.inner_text("#msg") and service.table.params["mark_condition"] is False
+    wait_msg(page, "a condition marked")
+    assert service.table.params["mark_condition"] is False
     page.click("#undo")
     page.wait_for_selector("#mark-row:not([hidden])", timeout=10_000)
     assert service.table.roll(first).outcome == "failure"
@@ -1139,7 +1149,7 @@ def test_gm_forces_a_pools_last_die_out_with_a_mark_or_a_tension_token(served, p
     forced = service.table.roll(roll.id)
     assert (forced.result["forced"], forced.result["depleted"]) == ("tension", True)
     assert service.state().tokens.tension == 0 and service.state().params["pool"] is None
-    assert "last die forced out" in page.inner_text("#msg")
+    wait_msg(page, "last die forced out")
     page.click("#undo")
     page.wait_for_selector("#force:not([hidden])", timeout=10_000)
     assert service.state().tokens.tension == 1 and service.state().params["pool"] == 1

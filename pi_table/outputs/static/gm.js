@@ -428,6 +428,7 @@ $("assister").onchange = () => {
 
 // Run a GM change, say what it did (the line fn returns, else done), and show the table again.
 async function act(fn, done) {
+  say("…");  // working: the same answer twice in a row still shows it came again
   try { const said = await fn(); say(typeof said === "string" ? said : done); } catch (e) { say(e.message); }
   await refresh();
 }
