@@ -2185,11 +2185,12 @@ def test_a_big_dies_unsure_parts_are_not_dice():
 def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypatch):
     """_with_parts_joined: two or more unsure dice within JOIN_GAP of each other are read as one die
     from their union box grown JOIN_GROW times about its centre; a sure read replaces the parts inside it when they cover little of it (pips,
-    numerals) or the detector confirms it. Parts filling their union box (touching tray dice) that
-    the detector does not confirm, an unsure read of the union, a lone unsure die, unsure dice far
-    apart and sure dice are left as they are."""
+    numerals) or the detector confirms it; an unsure or cocked read replaces them too (one die to roll
+    again, not several false ones) unless they are as big as the frame's sure dice or a sure joined die
+    lies in it. Parts filling their union box (touching tray dice) that the detector does not confirm,
+    a lone unsure die, unsure dice far apart and sure dice are left as they are."""
     from pi_table.vision.dice import Die
-    from pi_table.vision.reader import CLUSTER_COVER, JOIN_GROW, JOIN_SIZE
+    from pi_table.vision.reader import CLUSTER_COVER, JOIN_GROW, JOIN_PART, JOIN_SIZE
 
     assert JOIN_GROW == 1.3
     image = np.zeros((400, 400, 3), np.uint8)
@@ -2217,10 +2218,27 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
     assert reader._with_parts_joined(image, pips[:1] + [sure], None, None) == pips[:1] + [sure]  # one unsure die
     far_apart = [unsure((10, 10, 30, 30)), unsure((110, 110, 130, 130))]  # 80 px apart, 20 across
     assert reader._with_parts_joined(image, far_apart, None, None) == far_apart and not union_read
-    read_again["die"] = Die("d6", "", 0, (95, 95, 205, 205), bar - 0.01, "unreadable", bar - 0.01)
-    assert reader._with_parts_joined(image, pips, None, None) == pips  # the union read unsure too
-    read_again["die"] = Die("d6", "5", 5, (95, 95, 205, 205), 0.999, "cocked", 0.999)
-    assert reader._with_parts_joined(image, pips, None, None) == pips  # ... or cocked
+    # the union read unsure too: one unreadable die in place of its parts ...
+    unsure_die = Die("d6", "", 0, (95, 95, 205, 205), bar - 0.01, "unreadable", bar - 0.01)
+    read_again["die"] = unsure_die
+    assert reader._with_parts_joined(image, pips, None, None) == [unsure_die]
+    assert reader._with_parts_joined(image, pips + [sure], None, None) == [sure, unsure_die]  # 20 < 0.6 x 50
+    cocked_die = Die("d6", "", 0, (95, 95, 205, 205), 0.999, "cocked", 0.999)
+    read_again["die"] = cocked_die
+    assert reader._with_parts_joined(image, pips, None, None) == [cocked_die]  # ... or one cocked die
+    # ... but not when the parts are as big as the frame's sure dice (whole dice lying close, JOIN_PART)
+    assert JOIN_PART == 0.6
+    read_again["die"] = unsure_die
+    thirty = Die("d6", "2", 2, (300, 300, 330, 330), 0.999, "ok", 0.999)  # 20 px parts >= 0.6 x 30
+    assert reader._with_parts_joined(image, pips + [thirty], None, None) == pips + [thirty]
+    # ... nor when it holds a die another group read surely: that group's read stands, the rest stay
+    left = [unsure((20, 20, 40, 40)), unsure((50, 50, 70, 70))]
+    right = [unsure((320, 320, 340, 340)), unsure((350, 350, 370, 370))]
+    found_right = Die("d6", "4", 4, (310, 310, 380, 380), 0.999, "ok", 0.999)
+    big_unsure = Die("d6", "", 0, (0, 0, 400, 400), 0.3, "unreadable", 0.3)
+    monkeypatch.setattr(reader, "_dice", lambda image, boxes, *a: [big_unsure if boxes[0][0] < 100 else found_right])
+    assert reader._with_parts_joined(image, left + right, None, None) == left + [found_right]
+    monkeypatch.setattr(reader, "_dice", fake_dice)
     read_again["die"] = None
     assert reader._with_parts_joined(image, pips, None, None) == pips  # not a die (the none rule)
     # two touching dice: they fill their union box; taken only if the detector confirms it

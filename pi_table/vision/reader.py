@@ -133,6 +133,11 @@ JOIN_GROW = 1.3
 # ... and not taken when more than JOIN_SIZE times as big across as the frame's largest sure die: dice in one picture are
 # about one size, and a heap of touching unsure tray dice was read as one false die several times their size.
 JOIN_SIZE = 2.5
+# A group whose union is read unsure too is still one die, reported `unreadable` in place of its parts, when its parts
+# are under JOIN_PART times the frame's largest sure die across (a die's pips or numerals, not whole dice lying close):
+# one unreadable die to roll again where there were several false ones (models/history/detector.md, "One unreadable die
+# for its parts").
+JOIN_PART = 0.6
 
 
 def models_dir() -> Path:
@@ -1520,7 +1525,7 @@ class DiceReader:
 
     def _with_parts_joined(self, image: np.ndarray, dice: list[Die], kinds, threshold: float | None) -> list[Die]:
         """``dice`` (read from ``image``, HxWx3 uint8 BGR) with each group of unsure parts of one die
-        replaced by that die, read surely from around their union box.
+        replaced by that die, read from around their union box.
 
         A die too big for the first look that the zoomed-out look does not take (a dark die on dark
         ground, its outline faint) is read as its pips or numerals: several dice, none sure, side by
@@ -1535,7 +1540,10 @@ class DiceReader:
         dice' detector confirms it (:meth:`Detector.confirms`), and (d) it is at most :data:`JOIN_SIZE`
         times as big across as the frame's largest sure die, if it has any. Without (c) and (d), heaps of
         touching unsure tray dice were read as one false die (models/history/detector.md, "Unsure parts read
-        together").
+        together"). A group whose die is read unsure (or cocked) replaces its own parts by that die, reported as
+        it is read, after the sure groups and under (b), (c) and (d), when each part is under :data:`JOIN_PART`
+        times the frame's largest sure die across and no sure joined die lies in it: one die to roll again, not
+        several false ones ("One unreadable die for its parts").
         Costs nothing on a frame with fewer than two unsure dice.
 
         Args:
@@ -1566,26 +1574,38 @@ class DiceReader:
         sure = [_long_side(d.box) for d, u in zip(dice, flags) if not u]
         dropped: set[int] = set()
         joined = []
+
+        def take(die: Die, candidates: list[int]) -> None:
+            """``die`` in place of the candidates lying in it as its parts, if two or more do."""
+            parts = [i for i in candidates if i not in dropped and inside_share(dice[i].box, die.box) >= PART_INSIDE
+                     and _long_side(die.box) >= PART_SIZE * _long_side(dice[i].box)]
+            if len(parts) < 2:
+                return
+            cover = sum(_intersection(dice[i].box, die.box) for i in parts)
+            if cover >= CLUSTER_COVER * _area(die.box) and not detector.confirms(image, die.box):
+                return  # touching dice filling their union box, not one die's pips or numerals
+            dropped.update(parts)
+            joined.append(die)
+
+        unsure_reads = []  # groups whose union reads unsure: taken after the sure ones, from what those leave
         for members in groups.values():
             if len(members) < 2:
                 continue
             boxes = [dice[i].box for i in members]
             union = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
             found = self._dice(image, [_grown_square(union, JOIN_GROW, image.shape)], kinds, False, threshold)
-            if not found or self._unsure(found[0]):
+            if not found:
                 continue
             die = found[0]
             if sure and _long_side(die.box) > JOIN_SIZE * max(sure):
                 continue  # far bigger than the frame's sure dice: touching dice, not one die
-            parts = [i for i in unsure if i not in dropped and inside_share(dice[i].box, die.box) >= PART_INSIDE
-                     and _long_side(die.box) >= PART_SIZE * _long_side(dice[i].box)]
-            if len(parts) < 2:
-                continue
-            cover = sum(_intersection(dice[i].box, die.box) for i in parts)
-            if cover >= CLUSTER_COVER * _area(die.box) and not detector.confirms(image, die.box):
-                continue  # touching dice filling their union box, not one die's pips or numerals
-            dropped.update(parts)
-            joined.append(die)
+            if not self._unsure(die):
+                take(die, unsure)
+            elif not (sure and any(_long_side(dice[i].box) >= JOIN_PART * max(sure) for i in members)):
+                unsure_reads.append((members, die))  # not whole dice lying close: as big as the frame's sure dice
+        for members, die in unsure_reads:
+            if not any(inside_share(d.box, die.box) >= PART_INSIDE for d in joined):
+                take(die, members)
         if not joined:
             return dice
         return [d for i, d in enumerate(dice) if i not in dropped] + joined
