@@ -25,7 +25,8 @@
    where a die filling a third to two thirds of a close-up comes out whole, not as its face or pips.
    A big die neither look takes (a dark die on dark ground) comes out as its pips or numerals, each
    unsure: unsure dice lying close together are read again as one die from their union box grown
-   1.3 times, and that die replaces them when read surely (:meth:`DiceReader._with_parts_joined`).
+   1.3 times, and that die replaces them when read surely, or, read unsure, as one `unreadable` die
+   when they are smaller than the frame's sure dice (:meth:`DiceReader._with_parts_joined`).
    **Small dice**: near the bottom of that range the net misses dice (a phone photo of the
    whole table) and sizes them badly, so when the first look's median die is under 16 input
    pixels the image is looked at again enlarged, its dice about 28 across, and again while they
