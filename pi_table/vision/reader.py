@@ -1603,7 +1603,7 @@ class DiceReader:
             if not self._unsure(die):
                 take(die, unsure)
             elif not (sure and any(_long_side(dice[i].box) >= JOIN_PART * max(sure) for i in members)):
-                unsure_reads.append((members, die))  # not whole dice lying close: as big as the frame's sure dice
+                unsure_reads.append((members, die))  # parts under the frame's sure dice: pips or numerals, not whole dice
         for members, die in unsure_reads:
             if not any(inside_share(d.box, die.box) >= PART_INSIDE for d in joined):
                 take(die, members)
