@@ -2182,6 +2182,39 @@ def test_a_big_dies_unsure_parts_are_not_dice():
     assert reader._without_parts([a, b]) == [a, b]
 
 
+def test_a_second_smaller_box_inside_one_die_is_not_another_die(reader, monkeypatch):
+    """_without_second_boxes, after the joins: a die not surely read lying at least NEST_INSIDE inside a die at
+    least NEST_SIZE times as big across is dropped as a second box on that die (a close-up's top face boxed
+    apart from its outline: 1.2 to 1.5 times smaller, too big to be a part); a sure die there, a die as big
+    across, and one lying less inside stay."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.reader import NEST_INSIDE, NEST_SIZE
+
+    assert (NEST_INSIDE, NEST_SIZE) == (0.75, 1.2)
+    image = np.zeros((1024, 1024, 3), np.uint8)
+    # valid_s353_000199 of renders/dark-valid-single: a d6 "2" and, inside it, an unreadable box on its top face
+    whole = Die("d6", "2", 2, (456, 698, 646, 890), 0.982, "ok", 0.982)  # 192 px
+    face = Die("d6", "", 0, (478, 692, 619, 821), 0.746, "unreadable", 0.746)  # 141 px, 95% inside: 1.36 x smaller
+    sure_face = Die("d6", "5", 5, (478, 692, 619, 821), 0.999, "ok", 0.999)
+    cocked_face = Die("d6", "", 0, (478, 692, 619, 821), 0.999, "cocked", 0.999)
+    as_big = Die("d6", "", 0, (470, 700, 640, 870), 0.3, "unreadable", 0.3)  # 170 px: 192 < 1.2 x 170
+    half_in = Die("d6", "", 0, (560, 698, 700, 838), 0.3, "unreadable", 0.3)  # 140 px, 61% inside
+    found = {"dice": [whole, face]}
+    monkeypatch.setattr(reader, "_boxes", lambda *a: [d.box for d in found["dice"]])
+    monkeypatch.setattr(reader, "_dice", lambda *a: list(found["dice"]))
+    assert list(reader.read(image).dice) == [whole]
+    found["dice"] = [whole, cocked_face]
+    assert list(reader.read(image).dice) == [whole]
+    for beside in (sure_face, as_big, half_in):
+        found["dice"] = [whole, beside]
+        assert set(reader.read(image).dice) == {whole, beside}
+    # inside an unsure die too: the smaller box goes, the bigger stays
+    unsure_whole = Die("d10", "", 0, (241, 565, 433, 771), 0.975, "unreadable", 0.975)  # valid_s353_000051
+    inner = Die("d6", "", 0, (261, 627, 398, 767), 0.223, "unreadable", 0.223)
+    found["dice"] = [unsure_whole, inner]
+    assert list(reader.read(image).dice) == [unsure_whole]
+
+
 def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypatch):
     """_with_parts_joined: two or more unsure dice within JOIN_GAP of each other are read as one die
     from their union box grown JOIN_GROW times about its centre; a sure read replaces the parts inside it when they cover little of it (pips,

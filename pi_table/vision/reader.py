@@ -26,7 +26,9 @@
    A big die neither look takes (a dark die on dark ground) comes out as its pips or numerals, each
    unsure: unsure dice lying close together are read again as one die from their union box grown
    1.3 times, and that die replaces them when read surely, or, read unsure, as one `unreadable` die
-   when they are smaller than the frame's sure dice (:meth:`DiceReader._with_parts_joined`).
+   when they are smaller than the frame's sure dice (:meth:`DiceReader._with_parts_joined`). Last,
+   an unsure box lying mostly inside a die 1.2 times its size or more is a second box on that die
+   and is dropped (:meth:`DiceReader._without_second_boxes`).
    **Small dice**: near the bottom of that range the net misses dice (a phone photo of the
    whole table) and sizes them badly, so when the first look's median die is under 16 input
    pixels the image is looked at again enlarged, its dice about 28 across, and again while they
@@ -1018,6 +1020,11 @@ PART_INSIDE = 0.5
 #: photos); then on new renders (renders/fresh4, fresh4-big, seeds 51 and 52) false dice 255 -> 202,
 #: the same 3273 dice read right and 14 wrong at ok; held-out photos unchanged (models/history/detector.md).
 PART_SIZE = 1.5
+#: A second box on one die (:meth:`DiceReader._without_second_boxes`): a die not surely read lying at least this
+#: share inside another die's box ...
+NEST_INSIDE = 0.75
+#: ... at least this many times as big across (models/history/detector.md, "A second box inside one die").
+NEST_SIZE = 1.2
 
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
 NUMERAL_MIN = 0.02
@@ -1403,6 +1410,17 @@ class DiceReader:
                                            and inside_share(d.box, e.box) >= PART_INSIDE for e in dice)
         return [d for d in dice if not part(d)]
 
+    def _without_second_boxes(self, dice: list[Die]) -> list[Die]:
+        """``dice`` less the second boxes of one die: a die not surely read (:meth:`_unsure`) whose box lies at
+        least :data:`NEST_INSIDE` inside the box of a die at least :data:`NEST_SIZE` times as big across. A
+        close-up die's top face is boxed apart from its whole outline, too big to be its part
+        (:meth:`_without_parts`) and overlapping too little for the boxes' overlap rule (IoU over 0.5). Taken
+        after the parts are joined (:meth:`_with_parts_joined`), which may need such a box as a part."""
+        def second(d: Die) -> bool:
+            return self._unsure(d) and any(_long_side(e.box) >= NEST_SIZE * _long_side(d.box)
+                                           and inside_share(d.box, e.box) >= NEST_INSIDE for e in dice)
+        return [d for d in dice if not second(d)]
+
     def _with_big_dice(self, image: np.ndarray, detections: list[Detection], shrunk: np.ndarray | None = None) -> list:
         """The boxes to read: ``detections`` (the detector's first look) with the dice too big for
         it (:meth:`Detector.big_dice`, a close-up) in place of the parts it split them into.
@@ -1515,6 +1533,7 @@ class DiceReader:
         dice = self._dice(image, boxes, kinds, False, threshold) if boxes else []
         if self.join_parts:
             dice = self._with_parts_joined(image, dice, kinds, threshold)
+        dice = self._without_second_boxes(dice)
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
