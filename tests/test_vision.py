@@ -2183,7 +2183,7 @@ def test_a_big_dies_unsure_parts_are_not_dice():
 
 
 def test_a_second_smaller_box_inside_one_die_is_not_another_die(reader, monkeypatch):
-    """_without_second_boxes, after the joins: a die not surely read lying at least NEST_INSIDE inside a die at
+    """read's last _without_parts, after the joins: a die not surely read lying at least NEST_INSIDE inside a die at
     least NEST_SIZE times as big across is dropped as a second box on that die (a close-up's top face boxed
     apart from its outline: 1.2 to 1.5 times smaller, too big to be a part); a sure die there, a die as big
     across, and one lying less inside stay."""

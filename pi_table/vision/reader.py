@@ -28,7 +28,7 @@
    1.3 times, and that die replaces them when read surely, or, read unsure, as one `unreadable` die
    when they are smaller than the frame's sure dice (:meth:`DiceReader._with_parts_joined`). Last,
    an unsure box lying mostly inside a die 1.2 times its size or more is a second box on that die
-   and is dropped (:meth:`DiceReader._without_second_boxes`).
+   and is dropped (:meth:`DiceReader._without_parts` again).
    **Small dice**: near the bottom of that range the net misses dice (a phone photo of the
    whole table) and sizes them badly, so when the first look's median die is under 16 input
    pixels the image is looked at again enlarged, its dice about 28 across, and again while they
@@ -1020,8 +1020,8 @@ PART_INSIDE = 0.5
 #: photos); then on new renders (renders/fresh4, fresh4-big, seeds 51 and 52) false dice 255 -> 202,
 #: the same 3273 dice read right and 14 wrong at ok; held-out photos unchanged (models/history/detector.md).
 PART_SIZE = 1.5
-#: A second box on one die (:meth:`DiceReader._without_second_boxes`): a die not surely read lying at least this
-#: share inside another die's box ...
+#: A second box on one die (:meth:`DiceReader.read`'s last :meth:`DiceReader._without_parts`): a die not surely
+#: read lying at least this share inside another die's box ...
 NEST_INSIDE = 0.75
 #: ... at least this many times as big across (models/history/detector.md, "A second box inside one die").
 NEST_SIZE = 1.2
@@ -1399,27 +1399,19 @@ class DiceReader:
                             status="cocked") if f else d for d, f in zip(dice, flagged)]
         return dice if crop_mode else self._without_parts(dice)
 
-    def _without_parts(self, dice: list[Die]) -> list[Die]:
+    def _without_parts(self, dice: list[Die], size: float = PART_SIZE, inside: float = PART_INSIDE) -> list[Die]:
         """``dice`` less the parts of a bigger die: a die not surely read (below its kind's threshold
         in ``reader.json``, whatever threshold a caller reads at, or cocked) whose box lies at least
-        half (:data:`PART_INSIDE`) inside the box of a die at least :data:`PART_SIZE` times as big across.
-        Dice in a tray lie side by side, not inside each other's boxes; a close-up's die, beyond the
-        detector's trained size, is found whole and again as its faces, numerals or pips."""
+        ``inside`` (:data:`PART_INSIDE`) inside the box of a die at least ``size`` (:data:`PART_SIZE`) times as
+        big across. Dice in a tray lie side by side, not inside each other's boxes; a close-up's die, beyond the
+        detector's trained size, is found whole and again as its faces, numerals or pips. :meth:`read` takes
+        them again after the parts are joined (:meth:`_with_parts_joined`, which may need them as parts) at
+        :data:`NEST_SIZE` and :data:`NEST_INSIDE`: a second box on one die, its top face boxed apart from its
+        whole outline, too big to be a part and overlapping too little for the boxes' overlap rule (IoU over 0.5)."""
         def part(d: Die) -> bool:
-            return self._unsure(d) and any(_long_side(e.box) >= PART_SIZE * _long_side(d.box)
-                                           and inside_share(d.box, e.box) >= PART_INSIDE for e in dice)
+            return self._unsure(d) and any(_long_side(e.box) >= size * _long_side(d.box)
+                                           and inside_share(d.box, e.box) >= inside for e in dice)
         return [d for d in dice if not part(d)]
-
-    def _without_second_boxes(self, dice: list[Die]) -> list[Die]:
-        """``dice`` less the second boxes of one die: a die not surely read (:meth:`_unsure`) whose box lies at
-        least :data:`NEST_INSIDE` inside the box of a die at least :data:`NEST_SIZE` times as big across. A
-        close-up die's top face is boxed apart from its whole outline, too big to be its part
-        (:meth:`_without_parts`) and overlapping too little for the boxes' overlap rule (IoU over 0.5). Taken
-        after the parts are joined (:meth:`_with_parts_joined`), which may need such a box as a part."""
-        def second(d: Die) -> bool:
-            return self._unsure(d) and any(_long_side(e.box) >= NEST_SIZE * _long_side(d.box)
-                                           and inside_share(d.box, e.box) >= NEST_INSIDE for e in dice)
-        return [d for d in dice if not second(d)]
 
     def _with_big_dice(self, image: np.ndarray, detections: list[Detection], shrunk: np.ndarray | None = None) -> list:
         """The boxes to read: ``detections`` (the detector's first look) with the dice too big for
@@ -1533,7 +1525,7 @@ class DiceReader:
         dice = self._dice(image, boxes, kinds, False, threshold) if boxes else []
         if self.join_parts:
             dice = self._with_parts_joined(image, dice, kinds, threshold)
-        dice = self._without_second_boxes(dice)
+        dice = self._without_parts(dice, NEST_SIZE, NEST_INSIDE)  # second boxes on one die
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
