@@ -1026,6 +1026,14 @@ NEST_INSIDE = 0.75
 #: ... at least this many times as big across (models/history/detector.md, "A second box inside one die").
 NEST_SIZE = 1.2
 
+
+def _lies_in(small, big, size: float = PART_SIZE, inside: float = PART_INSIDE) -> bool:
+    """Whether box ``small`` lies at least ``inside`` of its area inside box ``big``, which is at least ``size``
+    times as big across (boxes x0, y0, x1, y1 in pixels): a part of a die (:data:`PART_INSIDE`, :data:`PART_SIZE`),
+    or a second box on it (:data:`NEST_INSIDE`, :data:`NEST_SIZE`)."""
+    return _long_side(big) >= size * _long_side(small) and inside_share(small, big) >= inside
+
+
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
 NUMERAL_MIN = 0.02
 
@@ -1409,8 +1417,7 @@ class DiceReader:
         :data:`NEST_SIZE` and :data:`NEST_INSIDE`: a second box on one die, its top face boxed apart from its
         whole outline, too big to be a part and overlapping too little for the boxes' overlap rule (IoU over 0.5)."""
         def part(d: Die) -> bool:
-            return self._unsure(d) and any(_long_side(e.box) >= size * _long_side(d.box)
-                                           and inside_share(d.box, e.box) >= inside for e in dice)
+            return self._unsure(d) and any(_lies_in(d.box, e.box, size, inside) for e in dice)
         return [d for d in dice if not part(d)]
 
     def _with_big_dice(self, image: np.ndarray, detections: list[Detection], shrunk: np.ndarray | None = None) -> list:
@@ -1589,8 +1596,7 @@ class DiceReader:
 
         def take(die: Die, candidates: list[int]) -> None:
             """``die`` in place of the candidates lying in it as its parts, if two or more do."""
-            parts = [i for i in candidates if i not in dropped and inside_share(dice[i].box, die.box) >= PART_INSIDE
-                     and _long_side(die.box) >= PART_SIZE * _long_side(dice[i].box)]
+            parts = [i for i in candidates if i not in dropped and _lies_in(dice[i].box, die.box)]
             if len(parts) < 2:
                 return
             cover = sum(_intersection(dice[i].box, die.box) for i in parts)
