@@ -2390,6 +2390,41 @@ def test_classifier_cascade_keeps_the_first_members_sure_rows_and_averages_the_r
     assert counter.batches == [len(boxes)]
 
 
+class _FixedSession:
+    """A stand-in onnxruntime session whose run answers fixed ``logits`` and ``box`` rows (the
+    rows of the crops it is given, by their first pixel's index) and records each batch's size."""
+
+    def __init__(self, logits):
+        self.logits, self.batches = np.asarray(logits, np.float32), []
+
+    def run(self, outputs, feeds):
+        rows = feeds["crops"][:, 0, 0, 0].astype(int)
+        self.batches.append(len(rows))
+        out = {"logits": self.logits[rows], "box": np.zeros((len(rows), 4), np.float32)}
+        return [out[o] for o in outputs]
+
+
+def test_cascade_sends_numbered_shapes_and_none_to_the_whole_pair():
+    """A crop the first member is sure is a d6 face skips the second member; one it is as sure is a
+    numbered shape (whose numeral is read from the crop the pair's box head places:
+    models/history/classifier.md, "Cascade, d6 faces only") or ``none`` is read by both."""
+    reader = DiceReader(threads=1)
+    pair = reader.classifier
+    cascaded = Classifier(pair.paths, pair.classes, pair.temperature, pair.crop_size, pair.margin, 1,
+                          pair.shape_temperature, cascade=0.97)
+    sure = np.full((4, len(pair.classes)), -10.0)
+    for row, cls in enumerate(["d6:3", "d8:*", "none", "d10:*"]):
+        sure[row, pair.classes.index(cls)] = 10.0
+    first, second = _FixedSession(sure), _FixedSession(sure - 1.0)
+    cascaded.sessions = [first, second]
+    crops = np.zeros((4, 3, pair.crop_size, pair.crop_size), np.float32)
+    crops[:, 0, 0, 0] = np.arange(4)
+    logits = cascaded._run(["logits", "box"], crops, cascade=True)[0]
+    assert first.batches == [4] and second.batches == [3]
+    np.testing.assert_array_equal(logits[0], sure[0])
+    np.testing.assert_allclose(logits[1:], sure[1:] - 0.5)
+
+
 def test_cascade_is_read_from_reader_json_checked_and_off_in_the_benchs_worst_case(tmp_path):
     from pi_table.vision.bench import bench
 

@@ -880,7 +880,9 @@ class Classifier:
         cascade: for an ensemble, the calibrated probability (0..1] at or above which the first
             member's best class stands alone in :meth:`logits_and_boxes` (the first read of each
             die): the other members read only the crops it is less sure of, and their scores are
-            averaged with its scores as without a cascade. None: every member reads every crop.
+            averaged with its scores as without a cascade. Only a d6 face stands alone: a crop whose
+            best class is a numbered shape (its numeral is read from the crop the pair's box head
+            places) or ``none`` goes to every member. None: every member reads every crop.
             A confidence-gated cascade of an ensemble's members (Wang et al. 2022, "Wisdom of
             Committees: An Overlooked Approach to Faster and More Accurate Models"), for speed:
             on a tray of sure dice the second member's run is saved (module docstring, 2).
@@ -907,6 +909,10 @@ class Classifier:
             if value is not None and not (0 < value < math.inf):
                 raise ValueError(f"{name} must be > 0, got {value}")
         self._shapes = np.array([c.endswith(":*") for c in self.classes], bool)
+        #: The classes whose sure rows the cascade leaves to the first member: a die's face read here
+        #: (a d6's); not a numbered shape, whose numeral is read from the crop the pair's box head
+        #: places, nor ``none``.
+        self._skips = ~self._shapes & (np.array(self.classes) != "none")
         self.crop_size = int(crop_size)
         self.margin = float(margin)
         self._refines = all("box" in {o.name for o in s.get_outputs()} for s in self.sessions)
@@ -935,11 +941,13 @@ class Classifier:
     def _run(self, outputs: list[str], crops: np.ndarray, cascade: bool = False) -> list[np.ndarray]:
         """``outputs`` of every model of the ensemble for ``crops``, each averaged over the models;
         with ``cascade`` (and :attr:`cascade` set), the rows whose first-member ``logits`` give a
-        calibrated best class at or above :attr:`cascade` keep the first member's outputs and the
-        other members read only the rest. ``outputs`` must include ``logits`` for a cascade."""
+        calibrated best class at or above :attr:`cascade` that is a die's face (a d6's; not a
+        numbered shape, nor ``none``) keep the first member's outputs and the other members read
+        only the rest. ``outputs`` must include ``logits`` for a cascade."""
         if cascade and self.cascade is not None and len(self.sessions) > 1 and len(crops):
             first = self.sessions[0].run(outputs, {"crops": crops})
-            unsure = self.calibrated(first[outputs.index("logits")]).max(axis=1) < self.cascade
+            p = self.calibrated(first[outputs.index("logits")])
+            unsure = (p.max(axis=1) < self.cascade) | ~self._skips[p.argmax(axis=1)]
             if not unsure.any():
                 return first
             rest = [s.run(outputs, {"crops": np.ascontiguousarray(crops[unsure])}) for s in self.sessions[1:]]
