@@ -995,6 +995,20 @@ def test_card_gives_each_run_with_the_options_its_log_recorded():
                                                       "--out", "y"]) == ["--flat-target 0.001"]
 
 
+def test_card_says_how_the_cascade_was_set_and_what_it_does():
+    """pi_table.train.card.cascade_texts: with reader.json's classifier ``cascade``, the card's command
+    gains the line that sets it (what --cascade writes) and the card a sentence on what it skips; nothing
+    without one or for a single classifier."""
+    from pi_table.train.card import cascade_texts
+
+    pair = {"file": ["classifier.onnx", "classifier-2.onnx"], "cascade": 0.97}
+    command, sentence = cascade_texts(pair)
+    assert command.startswith("\n# then reader.json's classifier `cascade` set to 0.97: what `--cascade 0.97`")
+    assert "d6 face at a calibrated 0.97 or more" in sentence and "numbered shape or `none` always goes to both" in sentence
+    assert cascade_texts({"file": pair["file"]}) == ("", "")
+    assert cascade_texts({"file": "classifier.onnx", "cascade": 0.97}) == ("", "")
+
+
 def test_card_keeps_the_last_leave_one_folder_out_table_from_the_record(tmp_path):
     """pi_table.train.card.kept_lofo: without --lofo models, the classifier card quotes the
     leave-one-folder-out table and its paragraph from models/history/classifier.md as last measured

@@ -1270,11 +1270,13 @@ def test_bench_p90_is_never_below_the_median(monkeypatch):
 
 def test_bench_per_model_splits_a_frame_by_model():
     """--per-model: each shipped model file has its median ms, the rest is 'other', and on a
-    frame with every model run each share is positive and they add up to about the frame."""
+    frame with every model run (the cascade off: on sure d6 the second classifier would not run) each
+    share is positive and they add up to about the frame."""
     from pi_table.vision.bench import bench, format_rows
 
-    rows = bench(lambda threads: DiceReader(threads=1), dice_counts=(5,), repeats=3, thread_options=(1,),
-                 per_model=True)
+    reader = DiceReader(threads=1)
+    reader.classifier.cascade = None
+    rows = bench(lambda threads: reader, dice_counts=(5,), repeats=3, thread_options=(1,), per_model=True)
     spent = rows[0]["models_ms"]
     assert {"detector.onnx", "classifier.onnx", "classifier-2.onnx", "cocked.onnx", "other"} <= set(spent)
     assert all(v > 0 for k, v in spent.items() if k != "numerals.onnx")
@@ -2364,8 +2366,10 @@ def test_classifier_cascade_keeps_the_first_members_sure_rows_and_averages_the_r
     from pi_table.vision.bench import tray_frame
 
     reader = DiceReader(threads=1)
-    pair = reader.classifier
-    assert len(pair.sessions) == 2 and pair.cascade is None  # the shipped reader.json has no cascade
+    shipped = reader.classifier
+    assert len(shipped.sessions) == 2 and shipped.cascade == 0.97  # the shipped reader.json's cascade
+    pair = Classifier(shipped.paths, shipped.classes, shipped.temperature, shipped.crop_size, shipped.margin, 1,
+                      shipped.shape_temperature)  # no cascade: every member reads every crop
     frame = tray_frame(20)
     boxes = [d.box for d in reader.detector.detect(frame)]
     crops = pair.crops(frame, boxes)

@@ -120,8 +120,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "turns ok only by clearing the same bar")
     p.add_argument("--cascade", type=float, default=None, metavar="TAU",
                    help="for an ensemble, reader.json's classifier cascade (0..1], at run time: the second classifier "
-                        "reads only the dice the first is less sure of than TAU (pi_table.vision.reader.Classifier; "
-                        "models/history/classifier.md, 'Cascade'); the thresholds are chosen without it. Default: none")
+                        "reads only the dice the first does not read as a d6 face at TAU or more "
+                        "(pi_table.vision.reader.Classifier; models/history/classifier.md, 'Cascade, d6 faces only'; "
+                        "the shipped models: 0.97); the thresholds are chosen without it. Default: none")
     p.add_argument("--thresholds-with-refine", action="store_true",
                    help="choose the thresholds with --refine-unsure on, as it runs (tried, not shipped: it chose "
                         "lower d8 and d10 thresholds that let more wrong numerals through; models/history/classifier.md)")

@@ -31,6 +31,22 @@ def history_line(name: str) -> str:
     return f"How each shipped choice was made, and what was tried and not shipped: models/history/{name}."
 
 
+def cascade_texts(classifier: dict) -> tuple[str, str]:
+    """For reader.json's ``classifier`` entry, the classifier card's line after its training command and
+    its sentence on the cascade (``cascade`` TAU, :class:`pi_table.vision.reader.Classifier`): both ""
+    without one, or for a single classifier (nothing to cascade to)."""
+    tau = classifier.get("cascade")
+    if tau is None or not isinstance(classifier.get("file"), list) or len(classifier["file"]) < 2:
+        return "", ""
+    command = (f"\n# then reader.json's classifier `cascade` set to {tau:g}: what `--cascade {tau:g}` on the calibrating "
+               "run writes, after the thresholds (models/history/classifier.md, \"Cascade, d6 faces only\")")
+    sentence = (f"\nCascade, for speed (Wang et al. 2022, \"Wisdom of Committees\"): in a die's first read the second "
+                f"classifier reads only the crops that the first alone does not read as a d6 face at a calibrated "
+                f"{tau:g} or more; a numbered shape or `none` always goes to both. The thresholds were chosen on the "
+                f"whole pair's reads.")
+    return command, sentence
+
+
 def recorded_options(recorded: dict, parse_args, base_argv: list[str], skip=()) -> list[str]:
     """The command-line options of a run whose training log recorded ``recorded`` (``{dest: str(value)}``,
     as the trainers write ``vars(args)``) that differ from ``parse_args(base_argv)``'s defaults, in the
@@ -274,6 +290,7 @@ def main(argv=None) -> int:
                      f"(`--close-up-from runs/detbig` copies it there, detector.md)")
         train_command += (f"\n# then {what} ({recalibrated.get('seconds', '?')} s):\n"
                           + " ".join([args.train_command, *extra, "--calibrate-only"]))
+    train_command += cascade_texts(config["classifier"])[0]
     today = date.today().isoformat()
     common = f"""Command that trained it (CPU, {log.get('args', {}).get('threads', '?')} threads, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
@@ -364,6 +381,7 @@ box and rejects those that are not dice.{made_text}
                      "and activations uint8: onnxruntime's static quantisation in QDQ format, scales from the activations "
                      "of 512 training crops (`pi_table/train/__main__.py` `quant_crops`, `nets.quantize_int8`; "
                      "`--int8`)." if all(is_quantized(args.models / f) for f in cls_files) else "")
+    cascade_text = cascade_texts(cls)[1]
     kinds_text = (f" (a numbered die below its kind's own: {kind_thresholds}, numerals.md)" if kind_thresholds else "")
     (args.models / "classifier.md").write_text(f"""# {' + '.join(cls_files)} — reads the top face of each die
 
@@ -373,7 +391,7 @@ Size {sum(sizes[f] for f in cls_files) / 1e6:.2f} MB. {ensemble_text} CNN on {cl
 Nx3xSxS RGB 0..1; the crop is {cls['margin']} times the box's long side), output `logits` over
 {len(classes)} classes: {', '.join(classes)}{shape_text}{box_text} Confidence = softmax(logits / T), T = {cls['temperature']:.3f}
 fitted on the calib split (Guo et al. 2017){shape_t_text}; a die below {config['threshold']}{kinds_text} is reported `unreadable`;
-a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.{look_text}{cls_int8_text}
+a box whose `none` probability is >= {config['none_threshold']} is dropped as not a die.{look_text}{cls_int8_text}{cascade_text}
 
 {common}""")
     num = config.get("numerals")
