@@ -46,9 +46,10 @@
    on the calib dice that top at one): the one temperature is fitted on real d6 photos, and at
    it the classifier was far less sure of a d8's or d10's shape than it was right (top-label
    calibration, Gupta and Ramdas 2022). The classifier is a pair of nets whose scores are
-   averaged (an ensemble); ``classifier.cascade`` (off as shipped) lets the second read only
-   the crops the first is unsure of (:class:`Classifier`; models/history/classifier.md, "Cascade":
-   faster, and tested to read more dice wrong at ``ok``).
+   averaged (an ensemble); ``classifier.cascade`` (0.97 as shipped) lets the second read only
+   the crops the first does not read surely as a d6 face (:class:`Classifier`;
+   models/history/classifier.md, "Cascade, d6 faces only": on the bench's 20 d6 about two thirds
+   of the pair's time, as many dice read right and none more wrong at ``ok`` on fresh renders).
 3. **Numerals** (``models/numerals.onnx``, when ``reader.json`` has ``numerals``): the
    classifier above tells a numbered die only by its shape (class ``d8:*`` or ``d10:*``);
    a second CNN reads the numeral from a larger crop (``KIND:FACE`` for d8, d10 and
