@@ -290,7 +290,8 @@ def main(argv=None) -> int:
                      f"(`--close-up-from runs/detbig` copies it there, detector.md)")
         train_command += (f"\n# then {what} ({recalibrated.get('seconds', '?')} s):\n"
                           + " ".join([args.train_command, *extra, "--calibrate-only"]))
-    train_command += cascade_texts(config["classifier"])[0]
+    cascade_command, cascade_text = cascade_texts(config["classifier"])
+    train_command += cascade_command
     today = date.today().isoformat()
     common = f"""Command that trained it (CPU, {log.get('args', {}).get('threads', '?')} threads, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
@@ -381,7 +382,6 @@ box and rejects those that are not dice.{made_text}
                      "and activations uint8: onnxruntime's static quantisation in QDQ format, scales from the activations "
                      "of 512 training crops (`pi_table/train/__main__.py` `quant_crops`, `nets.quantize_int8`; "
                      "`--int8`)." if all(is_quantized(args.models / f) for f in cls_files) else "")
-    cascade_text = cascade_texts(cls)[1]
     kinds_text = (f" (a numbered die below its kind's own: {kind_thresholds}, numerals.md)" if kind_thresholds else "")
     (args.models / "classifier.md").write_text(f"""# {' + '.join(cls_files)} — reads the top face of each die
 
