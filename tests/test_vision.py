@@ -2217,6 +2217,39 @@ def test_a_second_smaller_box_inside_one_die_is_not_another_die(reader, monkeypa
     assert list(reader.read(image).dice) == [unsure_whole]
 
 
+def test_an_unsure_part_at_a_dies_rim_is_not_another_die(reader, monkeypatch):
+    """read's last _without_parts: a die not surely read lying at least RIM_INSIDE inside the box of a die at least
+    RIM_SIZE times as big across, grown RIM_GROW times about its centre, is dropped: a side face's numeral or pips
+    just outside the top face's box (a close-up of one die). A sure die there, a die half in the grown box, one
+    under twice smaller, and a small unsure die beside a small one stay."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.reader import RIM_GROW, RIM_INSIDE, RIM_SIZE
+
+    assert (RIM_INSIDE, RIM_SIZE, RIM_GROW) == (0.9, 2.0, 1.6)
+    image = np.zeros((1024, 1024, 3), np.uint8)
+    # valid_s421_000220 of renders/fresh421-dark-single: a d10 read unsure from its top face, and a side face's "3"
+    top = Die("d10", "", 0, (400, 400, 600, 600), 0.33, "unreadable", 0.33)  # 200 px; grown 1.6x: 340..660
+    rim = Die("d6", "", 0, (605, 450, 655, 500), 0.27, "unreadable", 0.27)  # 50 px, outside the box, inside grown
+    sure_rim = Die("d6", "3", 3, (605, 450, 655, 500), 0.999, "ok", 0.999)
+    half_out = Die("d6", "", 0, (630, 450, 690, 510), 0.27, "unreadable", 0.27)  # half of it beyond 660
+    found = {"dice": [top, rim]}
+    monkeypatch.setattr(reader, "_boxes", lambda *a: [d.box for d in found["dice"]])
+    monkeypatch.setattr(reader, "_dice", lambda *a: list(found["dice"]))
+    monkeypatch.setattr(reader, "_with_parts_joined", lambda image, dice, *a: dice)
+    assert list(reader.read(image).dice) == [top]
+    for beside in (sure_rim, half_out):
+        found["dice"] = [top, beside]
+        assert set(reader.read(image).dice) == {top, beside}
+    small = Die("d6", "", 0, (555, 450, 656, 551), 0.27, "unreadable", 0.27)  # 101 px, in the grown box: under twice smaller
+    found["dice"] = [top, small]
+    assert set(reader.read(image).dice) == {top, small}
+    # two small unsure dice side by side, one size: neither is the other's part
+    a = Die("d6", "", 0, (100, 100, 150, 150), 0.3, "unreadable", 0.3)
+    b = Die("d6", "", 0, (152, 100, 202, 150), 0.3, "unreadable", 0.3)
+    found["dice"] = [a, b]
+    assert set(reader.read(image).dice) == {a, b}
+
+
 def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypatch):
     """_with_parts_joined: two or more unsure dice within JOIN_GAP of each other are read as one die
     from their union box grown JOIN_GROW times about its centre; a sure read replaces the parts inside it when they cover little of it (pips,

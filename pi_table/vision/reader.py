@@ -28,7 +28,9 @@
    1.3 times, and that die replaces them when read surely, or, read unsure, as one `unreadable` die
    when they are smaller than the frame's sure dice (:meth:`DiceReader._with_parts_joined`). Last,
    an unsure box lying mostly inside a die 1.2 times its size or more is a second box on that die
-   and is dropped (:meth:`DiceReader._without_parts` again).
+   and is dropped (:meth:`DiceReader._without_parts` again), and so is an unsure box at most half as
+   big across lying within a die's box grown 1.6 times: a side face's numeral or pips just outside
+   the box of a close-up die's top face (:data:`RIM_INSIDE`).
    **Small dice**: near the bottom of that range the net misses dice (a phone photo of the
    whole table) and sizes them badly, so when the first look's median die is under 16 input
    pixels the image is looked at again enlarged, its dice about 28 across, and again while they
@@ -1034,13 +1036,28 @@ PART_SIZE = 1.5
 NEST_INSIDE = 0.75
 #: ... at least this many times as big across (models/history/detector.md, "A second box inside one die").
 NEST_SIZE = 1.2
+#: A part at a die's rim (:meth:`DiceReader.read`'s last step): a die not surely read lying at least this share
+#: inside another die's box grown :data:`RIM_GROW` times about its centre ...
+RIM_INSIDE = 0.9
+#: ... that die at least this many times as big across: a side face's numeral or pips just outside the box of a
+#: close-up die's top face (models/history/detector.md, "Parts at a die's rim").
+RIM_SIZE = 2.0
+#: See :data:`RIM_INSIDE`.
+RIM_GROW = 1.6
 
 
-def _lies_in(small, big, size: float = PART_SIZE, inside: float = PART_INSIDE) -> bool:
-    """Whether box ``small`` lies at least ``inside`` of its area inside box ``big``, which is at least ``size``
-    times as big across (boxes x0, y0, x1, y1 in pixels): a part of a die (:data:`PART_INSIDE`, :data:`PART_SIZE`),
-    or a second box on it (:data:`NEST_INSIDE`, :data:`NEST_SIZE`)."""
-    return _long_side(big) >= size * _long_side(small) and inside_share(small, big) >= inside
+def _lies_in(small, big, size: float = PART_SIZE, inside: float = PART_INSIDE, grow: float = 1.0) -> bool:
+    """Whether box ``small`` lies at least ``inside`` of its area inside box ``big`` grown ``grow`` times about its
+    centre, ``big`` at least ``size`` times as big across (boxes x0, y0, x1, y1 in pixels): a part of a die
+    (:data:`PART_INSIDE`, :data:`PART_SIZE`), a second box on it (:data:`NEST_INSIDE`, :data:`NEST_SIZE`), or a
+    part at its rim (:data:`RIM_INSIDE`, :data:`RIM_SIZE`, :data:`RIM_GROW`)."""
+    if _long_side(big) < size * _long_side(small):
+        return False
+    if grow != 1.0:
+        cx, cy = (big[0] + big[2]) / 2, (big[1] + big[3]) / 2
+        hw, hh = (big[2] - big[0]) * grow / 2, (big[3] - big[1]) * grow / 2
+        big = (cx - hw, cy - hh, cx + hw, cy + hh)
+    return inside_share(small, big) >= inside
 
 
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
@@ -1416,7 +1433,8 @@ class DiceReader:
                             status="cocked") if f else d for d, f in zip(dice, flagged)]
         return dice if crop_mode else self._without_parts(dice)
 
-    def _without_parts(self, dice: list[Die], size: float = PART_SIZE, inside: float = PART_INSIDE) -> list[Die]:
+    def _without_parts(self, dice: list[Die], size: float = PART_SIZE, inside: float = PART_INSIDE,
+                       grow: float = 1.0) -> list[Die]:
         """``dice`` less the parts of a bigger die: a die not surely read (below its kind's threshold
         in ``reader.json``, whatever threshold a caller reads at, or cocked) whose box lies at least
         ``inside`` (:data:`PART_INSIDE`) inside the box of a die at least ``size`` (:data:`PART_SIZE`) times as
@@ -1424,9 +1442,11 @@ class DiceReader:
         detector's trained size, is found whole and again as its faces, numerals or pips. :meth:`read` takes
         them again after the parts are joined (:meth:`_with_parts_joined`, which may need them as parts) at
         :data:`NEST_SIZE` and :data:`NEST_INSIDE`: a second box on one die, its top face boxed apart from its
-        whole outline, too big to be a part and overlapping too little for the boxes' overlap rule (IoU over 0.5)."""
+        whole outline, too big to be a part and overlapping too little for the boxes' overlap rule (IoU over 0.5);
+        and last at :data:`RIM_SIZE` and :data:`RIM_INSIDE` of the die's box ``grow`` (:data:`RIM_GROW`) times
+        bigger: a side face's numeral or pips beyond the box of a close-up die's top face."""
         def part(d: Die) -> bool:
-            return self._unsure(d) and any(_lies_in(d.box, e.box, size, inside) for e in dice)
+            return self._unsure(d) and any(_lies_in(d.box, e.box, size, inside, grow) for e in dice)
         return [d for d in dice if not part(d)]
 
     def _with_big_dice(self, image: np.ndarray, detections: list[Detection], shrunk: np.ndarray | None = None) -> list:
@@ -1542,6 +1562,7 @@ class DiceReader:
         if self.join_parts:
             dice = self._with_parts_joined(image, dice, kinds, threshold)
         dice = self._without_parts(dice, NEST_SIZE, NEST_INSIDE)  # second boxes on one die
+        dice = self._without_parts(dice, RIM_SIZE, RIM_INSIDE, RIM_GROW)  # parts at a die's rim
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
