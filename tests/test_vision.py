@@ -2227,7 +2227,8 @@ def test_an_unsure_part_at_a_dies_rim_is_not_another_die(reader, monkeypatch):
 
     assert (RIM_INSIDE, RIM_SIZE, RIM_GROW) == (0.9, 2.0, 1.6)
     image = np.zeros((1024, 1024, 3), np.uint8)
-    # valid_s421_000220 of renders/fresh421-dark-single: a d10 read unsure from its top face, and a side face's "3"
+    # as on valid_s421_000220 of renders/fresh421-dark-single (boxes set at the rule's edges): a d10 read unsure from
+    # its top face, and a side face's "3" boxed beside it
     top = Die("d10", "", 0, (400, 400, 600, 600), 0.33, "unreadable", 0.33)  # 200 px; grown 1.6x: 340..660
     rim = Die("d6", "", 0, (605, 450, 655, 500), 0.27, "unreadable", 0.27)  # 50 px, outside the box, inside grown
     sure_rim = Die("d6", "3", 3, (605, 450, 655, 500), 0.999, "ok", 0.999)
