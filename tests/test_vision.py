@@ -375,6 +375,10 @@ def test_cli_read_notes_kinds_it_cannot_read():
     (("eval", str(REPO / "tests" / "fixtures"), "--border", "2", "--close-ups", "2"), "--border"),
     (("eval", str(REPO / "tests" / "fixtures"), "--border", "abc"), "abc"),
     (("eval", str(REPO / "tests" / "fixtures"), "--border", "0"), "--border must be 1..4, got 0.0"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--turn", "45"), "--turn must be 90, 180 or 270, got 45"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--turn", "x"), "'x'"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--turn", "90", "--cut-crops", "1.3"), "--turn"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--turn", "90", "--misses", "/tmp/pi-table-misses"), "--turn"),
     (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md" / "x")), "README.md/x"),
     (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md")), "README.md"),
     (("eval", str(REPO / "tests" / "fixtures"), "--crop", "--fixed-labels"), "--fixed-labels"),
@@ -2135,6 +2139,50 @@ def test_one_die_on_a_desk_in_a_wide_shot_is_read_not_taken_for_the_desk(stem):
     labelled = with_die_boxes(next(im for im in load_yolo(real) if im.path.stem == stem))
     score = score_image(DiceReader(threads=1), labelled, border=3.0)
     assert score.dice == 1 and score.right == 1 and score.false_dice == 0, (score.right, score.false_dice)
+
+
+def test_eval_turn_reads_each_photo_turned_with_its_labels(tmp_path):
+    """--turn D: each photo is read turned D degrees clockwise (a phone held in portrait, the tray seen from
+    another side), its labels turned with it: a reader boxing the die where the turned label lies reads it right,
+    and the image it is given is the photo turned."""
+    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.evaluate import evaluate, turned_box
+
+    image = np.full((100, 200, 3), 90, np.uint8)
+    image[10:30, 20:40] = 250
+    folder = tmp_path / "tray"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.png"), image)
+    (folder / "labels" / "a.txt").write_text("2 0.15 0.2 0.1 0.2\n")  # a 3 at (20, 10, 40, 30)
+    turns = {90: cv2.ROTATE_90_CLOCKWISE, 180: cv2.ROTATE_180, 270: cv2.ROTATE_90_COUNTERCLOCKWISE}
+    expected = {0: (20, 10, 40, 30), 90: (70, 20, 90, 40), 180: (160, 70, 180, 90), 270: (10, 160, 30, 180)}
+    for degrees, box in expected.items():
+        if degrees:
+            assert turned_box((20, 10, 40, 30), 200, 100, degrees) == box
+
+    class Seeing:
+        threshold = 0.9
+
+        def __init__(self, box):
+            self.box, self.seen = box, []
+
+        def threshold_for(self, kind):
+            return self.threshold
+
+        def read(self, image, name="", kinds=None, threshold=None):
+            self.seen.append(image)
+            return Reading(name, image.shape[1], image.shape[0], 1.0, (Die("d6", "3", 3, self.box, 0.99, "ok"),))
+
+    for degrees, box in expected.items():
+        for turn in (0, 90, 180, 270):
+            reader = Seeing(box)
+            right = evaluate(reader, folder, turn=turn)["all"]["read_right"]
+            assert right == (1 if turn == degrees else 0), (degrees, turn)
+            want = image if turn == 0 else cv2.rotate(image, turns[turn])
+            assert np.array_equal(reader.seen[0], want)
+    with pytest.raises(ValueError, match="--turn must be 90, 180 or 270, got 45"):
+        evaluate(Seeing(expected[0]), folder, turn=45)
 
 
 def test_eval_border_reads_each_photo_in_a_wider_frame(tmp_path):

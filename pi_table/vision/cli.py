@@ -87,6 +87,8 @@ def register(sub) -> None:
                    "(default); as-labelled: match the label boxes as they are")
     p.add_argument("--border", type=float, metavar="FACTOR", help="read each photo set in a plain border FACTOR "
                    "(1..4) times its size, as a wide shot of the table shows the tray: its dice FACTOR times smaller")
+    p.add_argument("--turn", type=int, metavar="DEGREES", help="read each photo turned 90, 180 or 270 degrees "
+                   "clockwise, its labels with it (a phone held in portrait, the tray seen from another side)")
     p.add_argument("--fixed-labels", action="store_true", help="score against the labels with the kit's checked "
                    "corrections applied (pi_table/vision/label_fixes.json: dice the labels leave out, wrong faces, "
                    "loose boxes, each seen on its photo); default: the labels as published")
@@ -203,8 +205,9 @@ def _read(args) -> int:
 
 
 def _eval(args) -> int:
-    from pi_table.vision.evaluate import (check_close_up_frame, check_cut_margin, evaluate, evaluate_close_ups,
-                                          evaluate_crops, evaluate_cut_crops, format_report, misses_folder)
+    from pi_table.vision.evaluate import (check_close_up_frame, check_cut_margin, check_turn, evaluate,
+                                          evaluate_close_ups, evaluate_crops, evaluate_cut_crops, format_report,
+                                          misses_folder)
 
     kinds = parse_kinds(args.kinds)
     folder = Path(args.folder)
@@ -224,6 +227,8 @@ def _eval(args) -> int:
                          "--cut-crops or --close-ups")
     if args.border is not None and (modes or args.misses is not None):
         raise ValueError(f"--border reads whole labelled photos; it does not go with {(modes or ['--misses'])[0]}")
+    if args.turn is not None and (modes or args.misses is not None):
+        raise ValueError(f"--turn reads whole labelled photos; it does not go with {(modes or ['--misses'])[0]}")
     if args.fixed_labels and args.crop:
         raise ValueError("--fixed-labels corrects labelled photos' labels; it does not go with --crop")
     if args.misses is not None and modes and modes[0] not in ("--cut-crops", "--close-ups"):
@@ -231,6 +236,8 @@ def _eval(args) -> int:
                          f"close-ups with --close-ups); it does not go with {modes[0]}")
     if args.border is not None and not 1 <= args.border <= 4:
         raise ValueError(f"--border must be 1..4, got {args.border}")
+    if args.turn is not None:
+        check_turn(args.turn)
     if args.cut_crops is not None:  # before --misses makes its folder
         check_cut_margin(args.cut_crops)
     if args.close_ups is not None:
@@ -257,7 +264,7 @@ def _eval(args) -> int:
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,
                           die_boxes=args.boxes == "die", calib=args.calib, misses=misses,
-                          border=1.0 if args.border is None else args.border, fixes=fixes)
+                          border=1.0 if args.border is None else args.border, fixes=fixes, turn=args.turn or 0)
     result["models"] = str(reader.models)
     result["boxes"] = args.boxes
     result["held_out"] = bool(args.held_out)
@@ -265,6 +272,8 @@ def _eval(args) -> int:
     result["fixed_labels"] = bool(args.fixed_labels)
     if args.border is not None:
         result["border"] = args.border
+    if args.turn is not None:
+        result["turn"] = args.turn
     if misses is not None:
         from pi_table.vision.evaluate import write_misses
 

@@ -270,18 +270,47 @@ def in_border(image: np.ndarray, factor: float) -> tuple[np.ndarray, int, int]:
     return canvas, ox, oy
 
 
+#: ``eval --turn``: OpenCV's turn of an image by each of these degrees clockwise.
+TURNS = {90: "ROTATE_90_CLOCKWISE", 180: "ROTATE_180", 270: "ROTATE_90_COUNTERCLOCKWISE"}
+
+
+def check_turn(degrees: int) -> None:
+    """ValueError naming ``degrees`` unless it is 0 (no turn) or one of :data:`TURNS` (``eval --turn``)."""
+    if degrees != 0 and degrees not in TURNS:
+        raise ValueError(f"--turn must be 90, 180 or 270, got {degrees}")
+
+
+def turned_box(box, width: int, height: int, degrees: int) -> tuple[float, float, float, float]:
+    """``box`` (x0, y0, x1, y1 pixels) of a ``width`` x ``height`` image, in that image turned ``degrees``
+    (90, 180 or 270) clockwise, as ``cv2.rotate`` turns it."""
+    x0, y0, x1, y1 = box
+    if degrees == 90:
+        return (height - y1, x0, height - y0, x1)
+    if degrees == 180:
+        return (width - x1, height - y1, width - x0, height - y0)
+    return (y0, width - x1, y1, width - x0)
+
+
 def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses: list | None = None,
-                border: float = 1.0) -> Score:
+                border: float = 1.0, turn: int = 0) -> Score:
     """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5).
 
     The counts are kept per die kind too (``Score.kinds``): a labelled die counts for its kind,
     a detection (and a false die) for the kind it was read as. With a ``misses`` list, each
     labelled die not read right and each false die is appended to it as a :class:`Miss`.
     With ``border`` > 1 the image is read set in a plain border that many times its size
-    (:func:`in_border`), its labels moved with it."""
+    (:func:`in_border`), its labels moved with it; with ``turn`` (90, 180, 270) it is first turned that many
+    degrees clockwise, its labels with it (:func:`turned_box`: a phone held in portrait, the tray seen from
+    another side)."""
     from dataclasses import replace
 
     image = load_image(labelled.path)
+    if turn:
+        import cv2
+
+        h, w = image.shape[:2]
+        image = cv2.rotate(image, getattr(cv2, TURNS[turn]))
+        labelled = replace(labelled, dice=tuple(replace(d, box=turned_box(d.box, w, h, turn)) for d in labelled.dice))
     if border > 1:
         image, ox, oy = in_border(image, border)
         labelled = replace(labelled, dice=tuple(replace(d, box=(d.box[0] + ox, d.box[1] + oy, d.box[2] + ox, d.box[3] + oy))
@@ -455,13 +484,14 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
 
 def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None,
              sweep=(), die_boxes: bool = True, calib: bool = False, misses: list | None = None,
-             border: float = 1.0, fixes=None) -> dict:
+             border: float = 1.0, fixes=None, turn: int = 0) -> dict:
     """Score every labelled image under ``root``; ``held_out`` keeps only the valid split, ``calib``
     only the calib split (:func:`labelled_images`);
     ``die_boxes`` as in :func:`labelled_images` (False: the boxes as labelled); with a ``misses``
     list, every die not read right and every false die is appended to it (:class:`Miss`); ``border``
-    (1..4) reads each image set in a plain border that many times its size (:func:`in_border`);
-    ``fixes``: label fixes to apply (:func:`labelled_images`).
+    (1..4) reads each image set in a plain border that many times its size (:func:`in_border`); ``turn``
+    (90, 180, 270) reads each turned that many degrees clockwise (:func:`score_image`); ``fixes``: label
+    fixes to apply (:func:`labelled_images`).
 
     Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json(), "label_fixes": applied}``, and with
     thresholds in ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` (``all`` too, and
@@ -472,11 +502,12 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
     """
     if not 1 <= border <= 4:
         raise ValueError(f"--border must be 1..4, got {border}")
+    check_turn(turn)
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     images, applied = labelled_images(reader, root, held_out, limit, die_boxes, calib, fixes, kinds)
     for labelled in images:
-        s = score_image(reader, labelled, kinds, misses, border)
+        s = score_image(reader, labelled, kinds, misses, border, turn)
         per_folder[labelled.folder].add(s)
         total.add(s)
     result = {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json(),
