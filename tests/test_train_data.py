@@ -1009,6 +1009,28 @@ def test_card_says_how_the_cascade_was_set_and_what_it_does():
     assert cascade_texts({"file": "classifier.onnx", "cascade": 0.97}) == ("", "")
 
 
+def test_card_reads_the_held_out_photos_turned_each_way(monkeypatch):
+    """The card writer's turned rows: the held-out photos read turned 90, 180 and 270 degrees (``eval --turn``), a
+    row per data folder and turn, and each turn's command for the card's list."""
+    from pi_table.train.card import turned_rows
+    from pi_table.vision import evaluate as ev
+
+    calls = []
+    score = {"images": 40, "dice": 346, "read_right": 0.9104, "recall": 0.974, "precision": 0.985, "wrong_at_ok": 0.003,
+             "unreadable": 0.06, "false_dice_per_100_images": 12.5, "ece": 0.011}
+
+    def fake(reader, root, **kw):
+        calls.append(kw)
+        return {"folders": {"nellbyler-d6-tray": score}}
+
+    monkeypatch.setattr(ev, "evaluate", fake)
+    cmds = []
+    rows = turned_rows("the reader", Path("../shared/data/real"), cmds)
+    assert [c["turn"] for c in calls] == [90, 180, 270] and all(c["held_out"] for c in calls)
+    assert rows[0].startswith("| nellbyler-d6-tray, turned 90 degrees | 40 | 346 | 91.04% |") and len(rows) == 3
+    assert cmds == [f"pi-table eval ../shared/data/real --held-out --turn {d}" for d in (90, 180, 270)]
+
+
 def test_card_keeps_the_last_leave_one_folder_out_table_from_the_record(tmp_path):
     """pi_table.train.card.kept_lofo: without --lofo models, the classifier card quotes the
     leave-one-folder-out table and its paragraph from models/history/classifier.md as last measured
