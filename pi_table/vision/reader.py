@@ -1053,11 +1053,7 @@ def _lies_in(small, big, size: float = PART_SIZE, inside: float = PART_INSIDE, g
     part at its rim (:data:`RIM_INSIDE`, :data:`RIM_SIZE`, :data:`RIM_GROW`)."""
     if _long_side(big) < size * _long_side(small):
         return False
-    if grow != 1.0:
-        cx, cy = (big[0] + big[2]) / 2, (big[1] + big[3]) / 2
-        hw, hh = (big[2] - big[0]) * grow / 2, (big[3] - big[1]) * grow / 2
-        big = (cx - hw, cy - hh, cx + hw, cy + hh)
-    return inside_share(small, big) >= inside
+    return inside_share(small, big if grow == 1.0 else _shrink(big, grow)) >= inside
 
 
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
