@@ -1126,6 +1126,52 @@ def test_refine_unsure_reads_unsure_dice_again_from_the_placed_box_only():
     assert np.array_equal(reader.boxes_and_logits(image, boxes)[1], first)
 
 
+def test_an_unsure_numbered_die_is_read_again_from_the_placed_box(reader, monkeypatch):
+    """``refine_unsure`` for numerals: a die whose best face is a numbered kind's, under that kind's
+    threshold, is read again (NUMBERED_RECUT passes of the box head) from the box its first read
+    placed, and that read replaces the first; a sure numbered die and an unsure d6 (the classifier's
+    own unsure rows are re-cut before the numerals, in boxes_and_logits) keep their first read, and
+    neither ``refine_unsure`` 0 nor a crop's passes (``refine`` given) read again."""
+    from pi_table.vision import reader as reader_module
+
+    classes = reader.classes
+    def row(cls: str, p: float) -> np.ndarray:
+        out = np.zeros(len(classes), np.float32)
+        out[classes.index(cls)] = p
+        out[classes.index("d6:1") if cls != "d6:1" else classes.index("d6:2")] = 1 - p
+        return out
+
+    first = {(0, 0, 10, 10): ("d10:7", 0.6), (20, 0, 30, 10): ("d10:7", 0.999), (40, 0, 50, 10): ("d6:3", 0.6),
+             (60, 0, 70, 10): ("d8:5", 0.9)}
+    calls = []
+
+    def joined(image, boxes, kinds, refine):
+        calls.append(([tuple(b) for b in boxes], refine))
+        if refine is None or refine == 2:  # a first read (or a crop's): each box placed 1 pixel right
+            placed = [(b[0] + 1, b[1], b[2] + 1, b[3]) for b in boxes]
+            return placed, np.stack([row(*first[tuple(b)]) for b in boxes]), np.ones(len(boxes))
+        return [(b[0] + 5, b[1], b[2] + 5, b[3]) for b in boxes], np.stack([row("d10:3", 0.995) for b in boxes]), \
+            np.full(len(boxes), 0.5)
+
+    monkeypatch.setattr(reader, "_joined", joined)
+    monkeypatch.setattr(reader, "refine_unsure", 1)
+    boxes, p, shares = reader._classify(None, list(first), None, None)
+    # the unsure d10 and d8 read again from their placed boxes, with NUMBERED_RECUT passes; no other box
+    assert calls[1] == ([(1, 0, 11, 10), (61, 0, 71, 10)], reader_module.NUMBERED_RECUT) and len(calls) == 2
+    assert boxes == [(6, 0, 16, 10), (21, 0, 31, 10), (41, 0, 51, 10), (66, 0, 76, 10)]
+    assert [classes[i] for i in p.argmax(axis=1)] == ["d10:3", "d10:7", "d6:3", "d10:3"]
+    assert shares.tolist() == [0.5, 1.0, 1.0, 0.5]
+    assert reader._unsure_numbered(p).tolist() == []  # both read surely now: no further pass
+    calls.clear()
+    monkeypatch.setattr(reader, "refine_unsure", 0)  # off
+    assert [classes[i] for i in reader._classify(None, list(first), None, None)[1].argmax(axis=1)][0] == "d10:7"
+    assert len(calls) == 1
+    calls.clear()
+    monkeypatch.setattr(reader, "refine_unsure", 1)
+    reader._classify(None, list(first), None, 2)  # a crop's passes: no numbered re-read
+    assert len(calls) == 1
+
+
 @pytest.mark.parametrize("with_refine", [False, True])
 def test_thresholds_are_chosen_without_the_refine_passes_reader_json_then_gets(tmp_path, monkeypatch, with_refine):
     """Training's calibration: the temperatures from first reads, the thresholds chosen with the

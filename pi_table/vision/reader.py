@@ -75,6 +75,10 @@
    off a close-up's die, its top face alone or a die and its shadow, is read from a crop that is
    off too; sure dice, nearly all of a tray's, keep their one read. One pass in the shipped
    ``reader.json`` (models/history/classifier.md, "Refine the unsure": how it was tested before it shipped).
+   A numbered die whose numeral is read unsure (its kind's threshold) is likewise read again from the
+   box its first read placed, after the numerals: the classifier may be sure of its shape and so not
+   re-cut it, and the numeral model is the more sensitive to where its crop is cut
+   (models/history/numerals.md, "Unsure numerals cut again").
 
 5. **Cocked** (``models/cocked.onnx``, when ``reader.json`` has ``cocked``): a small CNN on
    each die's crop gives the calibrated chance that it does not lie flat; at or above
@@ -109,6 +113,11 @@ from pi_table.vision.dice import KINDS, Die, Reading, class_key, face_value
 # the box head re-cut it around the die first (held-out nellbyler dice cropped at 1.8x their box:
 # 36% read right with none, 84% with two; at 1.0x and 1.3x about the same either way).
 CROP_PASSES = 2
+# A numbered die read unsure is read again (refine_unsure): its box moved by the box head is cut and read
+# with this many extra passes of the box head before its numeral is read. With 0 (one move) renders/dark-valid-single
+# read 79.3% right, with 1 (two moves) 81.0%, against 76.0% without (models/history/numerals.md,
+# "Unsure numerals cut again").
+NUMBERED_RECUT = 1
 # A looser crop (the die a third of it or less: a neighbour, the tray) misleads the box head, and
 # its read can be sure and wrong. When the box head's die is under LOOSE_CROP of the crop's long
 # side, the detector looks for it too: the largest box over the crop's centre, at most
@@ -1341,7 +1350,46 @@ class DiceReader:
 
     def _classify(self, image: np.ndarray, boxes, kinds, refine: int | None) -> tuple[list, np.ndarray, np.ndarray]:
         """:meth:`classify`'s boxes and probabilities, and per box the share of its die probability
-        (all but ``none``) that lay in ``kinds`` before the others were zeroed (1.0 without ``kinds``)."""
+        (all but ``none``) that lay in ``kinds`` before the others were zeroed (1.0 without ``kinds``).
+
+        With ``refine`` None and ``refine_unsure`` passes, a die whose best face is a numbered kind's
+        and under that kind's threshold is read again, each pass, from the box the box head placed
+        (:meth:`_unsure_numbered`): the classifier's own unsure rows are re-cut before the numerals
+        are read (:meth:`boxes_and_logits`), but a sure numbered shape whose numeral is unsure is not,
+        and the numeral model is more sensitive to where its crop is cut (models/history/numerals.md,
+        "Unsure numerals cut again"). Each such read is :data:`NUMBERED_RECUT` classifier passes, the
+        box moved by each, before the numerals are read."""
+        boxes, p, shares = self._joined(image, boxes, kinds, refine)
+        for _ in range(self.refine_unsure if refine is None and self.numerals is not None else 0):
+            rows = self._unsure_numbered(p)
+            if not len(rows):
+                break
+            again, p_again, shares_again = self._joined(image, [boxes[i] for i in rows], kinds, NUMBERED_RECUT)
+            boxes, p, shares = list(boxes), p.copy(), shares.copy()
+            for j, i in enumerate(rows):
+                boxes[i], p[i], shares[i] = again[j], p_again[j], shares_again[j]
+        return boxes, p, shares
+
+    def _unsure_numbered(self, p: np.ndarray) -> np.ndarray:
+        """Indices of the rows of ``p`` (NxK probabilities over :attr:`classes`) whose best face is a
+        numbered kind's (d8, d10, d10-tens) with a confidence under that kind's threshold: the best
+        face's share of the die probability times the chance that it is a die, as :meth:`_dice`
+        reports it."""
+        none = self.classes.index("none")
+        faces = np.array(p, np.float64)
+        not_die = faces[:, none].copy()
+        faces[:, none] = 0
+        best = faces.argmax(axis=1)
+        totals = faces.sum(axis=1)
+        confidence = faces[np.arange(len(faces)), best] / np.where(totals > 0, totals, 1) * (1 - not_die)
+        kinds = [c.split(":")[0] for c in self.classes]
+        limits = np.array([self.threshold_for(k) if k != "d6" and c != "none" else -1.0
+                           for k, c in zip(kinds, self.classes)])
+        return np.flatnonzero(confidence < limits[best])
+
+    def _joined(self, image: np.ndarray, boxes, kinds, refine: int | None) -> tuple[list, np.ndarray, np.ndarray]:
+        """:meth:`_classify`'s boxes, probabilities and shares from one read of ``boxes``
+        (:meth:`boxes_and_logits`, then the numerals joined)."""
         boxes, logits = self.boxes_and_logits(image, boxes, refine)
         p_main = self.classifier.calibrated(logits)
         q, rows = None, np.zeros(0, int)
