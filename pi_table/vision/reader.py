@@ -1375,17 +1375,27 @@ class DiceReader:
         numbered kind's (d8, d10, d10-tens) with a confidence under that kind's threshold: the best
         face's share of the die probability times the chance that it is a die, as :meth:`_dice`
         reports it."""
-        none = self.classes.index("none")
-        faces = np.array(p, np.float64)
-        not_die = faces[:, none].copy()
-        faces[:, none] = 0
-        best = faces.argmax(axis=1)
-        totals = faces.sum(axis=1)
-        confidence = faces[np.arange(len(faces)), best] / np.where(totals > 0, totals, 1) * (1 - not_die)
+        best, shares, not_die, _ = self._best_faces(p)
+        confidence = shares * (1.0 - not_die)
         kinds = [c.split(":")[0] for c in self.classes]
         limits = np.array([self.threshold_for(k) if k != "d6" and c != "none" else -1.0
                            for k, c in zip(kinds, self.classes)])
         return np.flatnonzero(confidence < limits[best])
+
+    def _best_faces(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per row of ``p`` (NxK probabilities over :attr:`classes`): the best face's class index (N
+        int, ``none`` left out), its share of the die probability (N float64: the face's chance of
+        being right given a die; 0 where the row has none), the chance that the box is no die
+        (N float64, ``none``) and the die probability (N float32). Every row at once, by the same
+        float32 and float64 operations as :meth:`_dice` once did row by row."""
+        none = self.classes.index("none")
+        faces = np.array(p, np.float32).reshape(len(p), len(self.classes))
+        not_die = faces[:, none].astype(np.float64)
+        faces[:, none] = 0
+        totals = faces.sum(axis=1)
+        best = faces.argmax(axis=1)
+        shares = (faces[np.arange(len(faces)), best] / np.where(totals > 0, totals, 1)).astype(np.float64)
+        return best, shares, not_die, totals
 
     def _joined(self, image: np.ndarray, boxes, kinds, refine: int | None) -> tuple[list, np.ndarray, np.ndarray]:
         """:meth:`_classify`'s boxes, probabilities and shares from one read of ``boxes``
@@ -1433,18 +1443,10 @@ class DiceReader:
         restriction scales the rest back up, which read such a die surely as a kind it is not."""
         boxes, probs, shares_in_kinds = self._classify(image, boxes, kinds, CROP_PASSES if crop_mode else None)
         classes = self.classes
-        none = classes.index("none")
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
         dice = []
         overlap = (iou_matrix(boxes, boxes) > 0.5).tolist()
-        # Every row at once (the same float32 and float64 operations as row by row): the face's share
-        # of the probability that is not `none`, and the best face.
-        faces = np.array(probs, np.float32).reshape(len(boxes), len(classes))
-        not_die = faces[:, none].astype(np.float64).tolist()
-        faces[:, none] = 0
-        totals = faces.sum(axis=1)
-        best_faces = faces.argmax(axis=1)
-        shares = (faces[np.arange(len(faces)), best_faces] / np.where(totals > 0, totals, 1)).astype(np.float64).tolist()
+        best_faces, shares, not_die, totals = (a.tolist() for a in self._best_faces(probs))
         kept: list[int] = []
         for i, box in enumerate(boxes):
             if not crop_mode and not_die[i] >= self.none_threshold:
