@@ -1371,16 +1371,14 @@ class DiceReader:
         return boxes, p, shares
 
     def _unsure_numbered(self, p: np.ndarray) -> np.ndarray:
-        """Indices of the rows of ``p`` (NxK probabilities over :attr:`classes`) whose best face is a
-        numbered kind's (d8, d10, d10-tens) with a confidence under that kind's threshold: the best
-        face's share of the die probability times the chance that it is a die, as :meth:`_dice`
+        """Indices of the rows of ``p`` (NxK probabilities over :attr:`classes`) whose best face is one
+        the numeral model reads (d8, d10, d10-tens) with a confidence under its kind's threshold: the
+        best face's share of the die probability times the chance that it is a die, as :meth:`_dice`
         reports it."""
         best, shares, not_die, _ = self._best_faces(p)
-        confidence = shares * (1.0 - not_die)
-        kinds = [c.split(":")[0] for c in self.classes]
-        limits = np.array([self.threshold_for(k) if k != "d6" and c != "none" else -1.0
-                           for k, c in zip(kinds, self.classes)])
-        return np.flatnonzero(confidence < limits[best])
+        read_by_numerals = set(self.numerals.classes)
+        limits = np.array([self.threshold_for(c.split(":")[0]) if c in read_by_numerals else -1.0 for c in self.classes])
+        return np.flatnonzero(shares * (1.0 - not_die) < limits[best])
 
     def _best_faces(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Per row of ``p`` (NxK probabilities over :attr:`classes`): the best face's class index (N
