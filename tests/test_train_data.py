@@ -287,6 +287,35 @@ def test_numerals_training_needs_numbered_dice(tmp_path):
     assert not (tmp_path / "m" / "numerals.onnx").exists()
 
 
+def test_numerals_training_with_d6_reads_d6_printing(tmp_path):
+    """``--d6``: the renders' d6 join the numeral model's dice, one printed with pips as ``d6:pips`` and
+    one printed with numerals as its face (``numeral_label``, from the meta's printing); without it
+    they are left out."""
+    import subprocess
+    import sys
+
+    from pi_table.train.numerals import numeral_label
+    from pi_table.vision.dataset import LabelledDie, load_yolo
+    from tests.conftest import REPO
+
+    out = tmp_path / "r"
+    small_renders(out, n=6, kinds="d6,d8")
+    dice = [d for im in load_yolo(out) for d in im.dice]
+    assert {d.printing for d in dice if d.kind == "d6"} <= {"pips", "numerals"} and any(d.kind == "d6" for d in dice)
+    assert {d.printing for d in dice if d.kind == "d8"} == {"numerals"}
+    assert numeral_label(LabelledDie("d6", "4", (0, 0, 9, 9), False, "opaque", "pips")) == "d6:pips"
+    assert numeral_label(LabelledDie("d6", "4", (0, 0, 9, 9), False, "opaque", "numerals")) == "d6:4"
+    assert numeral_label(LabelledDie("d8", "7", (0, 0, 9, 9))) == "d8:7"
+    logs = {}
+    for name, extra in (("with", ["--d6"]), ("without", [])):
+        r = subprocess.run([sys.executable, "-m", "pi_table.train.numerals", "--renders", str(out), "--out",
+                            str(tmp_path / name), "--smoke"] + extra, cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        logs[name] = json.loads((tmp_path / name / "numerals-log.json").read_text())
+    assert "d6:pips" in logs["with"]["classes"] and not any(c.startswith("d6") for c in logs["without"]["classes"])
+    assert logs["with"]["dice"] > logs["without"]["dice"]
+
+
 def test_numerals_training_with_loader_workers_scores_each_folder(tmp_path):
     """``--workers`` makes the batches in loader processes (the path a GPU run takes), and the
     log scores every ``--valid`` folder on its own as well as pooled."""
@@ -1123,6 +1152,39 @@ def test_warm_start_gives_back_the_exported_numeral_model(tmp_path):
         warm_start(NumeralNet(28, channels=(12, 16, 24, 32)), tmp_path / "float.onnx", crops)
 
 
+def test_warm_start_into_a_net_with_more_classes_keeps_the_files_classes(tmp_path):
+    """``warm_start(..., fc_rows=...)``: a net that reads the file's classes and new ones (a numeral model
+    taught d6 numerals, ``numerals --d6``) gives the file's scores for its classes at the rows named,
+    the new rows start fresh with the file's mean bias; rows that are not distinct, or past the net's,
+    are refused."""
+    torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
+    pytest.importorskip("onnxruntime")
+    from pi_table.train.nets import NumeralNet, export_classifier, warm_start
+
+    torch.manual_seed(0)
+    source = NumeralNet(5, channels=(8, 16, 24, 32))
+    trained_norms(source)
+    source.eval()
+    crops = torch.from_numpy(np.random.default_rng(0).random((64, 3, 48, 48), dtype=np.float32))
+    with torch.no_grad():
+        want = source(crops).numpy()
+    export_classifier(source, tmp_path / "float.onnx", 48)
+    rows = [1, 2, 4, 5, 6]  # the file's five classes; rows 0 and 3 are new
+    torch.manual_seed(1)
+    net = NumeralNet(7, channels=(8, 16, 24, 32))
+    warm_start(net, tmp_path / "float.onnx", crops, fc_rows=rows)
+    net.eval()
+    with torch.no_grad():
+        got = net(crops).numpy()
+    np.testing.assert_allclose(got[:, rows], want, rtol=1e-3, atol=1e-3 * np.abs(want).max())
+    bias = net.fc.bias.detach().numpy()
+    np.testing.assert_allclose(bias[[0, 3]], source.fc.bias.detach().numpy().mean(), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"fc_rows \[1, 1, 4, 5, 6\] are not distinct rows of the net's 7"):
+        warm_start(NumeralNet(7, channels=(8, 16, 24, 32)), tmp_path / "float.onnx", crops, fc_rows=[1, 1, 4, 5, 6])
+    with pytest.raises(ValueError, match=r"fc has weights \(5, 32\), the net \(4, 32\)"):
+        warm_start(NumeralNet(7, channels=(8, 16, 24, 32)), tmp_path / "float.onnx", crops, fc_rows=[1, 2, 4, 5])
+
+
 def test_warm_start_gives_back_the_exported_detector(tmp_path):
     """``nets.warm_start`` on a detector: its batch norms unfolded from the patches' statistics and
     its lateral and output convolutions (no batch norm) taken as they are, a fresh net reads the
@@ -1207,13 +1269,22 @@ def test_oversample_draws_a_kind_more_often_and_refuses_a_bad_value(tmp_path, ca
     np.testing.assert_allclose(chances, [1 / 6, 1 / 6, 2 / 6, 2 / 6])
     assert draw_chances(labels, kind_weights("")) is None
     assert kind_weights("d8=1.5, d10=3") == {"d8": 1.5, "d10": 3.0}
-    for bad in ("d6=2", "d10-tens=0", "d10-tens", "d8=x", "d8=nan"):
+    # --d6: a class (d6 printed with pips) weighs by its own weight, the other d6 by their kind's
+    d6 = ["d6:pips", "d6:pips", "d6:3", "d8:1"]
+    np.testing.assert_allclose(draw_chances(d6, kind_weights("d6:pips=0.5,d6=2")), [0.5 / 4, 0.5 / 4, 2 / 4, 1 / 4])
+    for bad in ("d12=2", "d6:1=2", "d10-tens=0", "d10-tens", "d8=x", "d8=nan"):
         assert kind_weights(bad) is None
         with pytest.raises(SystemExit) as stop:
             parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), "--oversample", bad])
         assert stop.value.code == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and err.startswith("error: --oversample: must be KIND=W") and repr(bad) in err
+    with pytest.raises(SystemExit) as stop:  # d6 weights without --d6: no d6 to draw
+        parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), "--oversample", "d6:pips=0.25"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip() == "error: --oversample: 'd6:pips=0.25' weighs d6 dice, which only --d6 trains on"
+    assert parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), "--d6", "--oversample",
+                       "d6:pips=0.25"]).oversample_weights == {"d6:pips": 0.25}
 
 
 @pytest.mark.parametrize("module, argv, says", [

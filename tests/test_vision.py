@@ -1050,6 +1050,81 @@ def test_join_numerals_is_a_product_of_the_two_models():
                           [0, 0, 0, 0, 0, 0, 0.1])
 
 
+def test_join_d6_numerals_mixes_the_numeral_read_and_the_classifiers():
+    """An unsure d6's faces: D x (q(face) + q(pips) x the classifier's share), q the numeral model's d6
+    classes scaled to sum 1: a numeral read surely decides, pips leave the classifier's read; the d6
+    mass, the other classes and the rows not asked stay as they were."""
+    from pi_table.vision.reader import D6_PIPS, join_d6_numerals
+
+    classes = ["d6:1", "d6:2", "d6:3", "d8:1", "none"]
+    numeral_classes = [D6_PIPS, "d6:1", "d6:2", "d6:3", "d8:1"]
+    p = np.array([[0.5, 0.1, 0.2, 0.1, 0.1],     # not asked
+                  [0.5, 0.1, 0.2, 0.1, 0.1],     # read as a numeral "2"
+                  [0.5, 0.1, 0.2, 0.1, 0.1]])    # pips
+    q = np.array([[0.0, 0.02, 0.88, 0.0, 0.1],   # its d8:1 left out: d6 classes scaled by 1 / 0.9
+                  [0.9, 0.0, 0.0, 0.0, 0.1]])
+    out = join_d6_numerals(p, classes, q, np.array([1, 2]), numeral_classes)
+    assert out[0].tolist() == p[0].tolist()
+    np.testing.assert_allclose(out[1, :3], 0.8 * np.array([0.02, 0.88, 0.0]) / 0.9)
+    np.testing.assert_allclose(out[2, :3], p[2, :3])
+    np.testing.assert_allclose(out[:, 3:], p[:, 3:])
+    np.testing.assert_allclose(out.sum(axis=1), 1.0)
+    # a numeral model without d6 classes changes nothing
+    assert np.array_equal(join_d6_numerals(p, classes, q[:, 1:], np.array([1, 2]), numeral_classes[1:]), p)
+
+
+def test_an_unsure_d6_is_read_by_a_numeral_model_that_reads_d6(reader, monkeypatch):
+    """With a numeral model that has d6 classes (``numerals --d6``), a d6 the classifier reads under the d6
+    threshold is read by it too (a numeral "4" decides, pips leave the classifier's read); a sure d6 and
+    a box the classifier calls ``none`` are not asked; numbered dice are joined as before and their
+    classes are the reader's only new ones."""
+    from pi_table.vision.reader import D6_PIPS
+
+    main = reader.classifier.classes
+    def row(**probs) -> np.ndarray:
+        out = np.zeros(len(main))
+        for c, v in probs.items():
+            out[main.index(c.replace("_", ":"))] = v
+        return out
+
+    rows = {0: row(d6_3=0.99, none=0.01), 1: row(d6_3=0.5, d6_5=0.4, none=0.1), 2: row(d6_3=0.5, d6_5=0.4, none=0.1),
+            3: row(**{"d8_*": 0.9, "none": 0.1}), 4: row(d6_3=0.3, none=0.7)}
+    boxes = [(10.0 * i, 0.0, 10.0 * i + 8, 8.0) for i in rows]
+    numeral_classes = [D6_PIPS, "d6:1", "d6:2", "d6:3", "d6:4", "d6:5", "d6:6"] + reader.numerals.classes
+    said = {10.0: "d6:4", 20.0: D6_PIPS, 30.0: "d8:7"}
+    asked = []
+
+    class Numerals:
+        classes = numeral_classes
+
+        def crops(self, image, boxes):
+            asked.extend(b[0] for b in boxes)
+            return np.array([b[0] for b in boxes])
+
+        def logits(self, crops):
+            out = np.full((len(crops), len(numeral_classes)), 0.001)
+            for i, x in enumerate(crops):
+                out[i, numeral_classes.index(said[x])] = 1.0
+            return out
+
+        def calibrated(self, z):
+            return z / z.sum(axis=1, keepdims=True)
+
+    monkeypatch.setattr(reader, "boxes_and_logits", lambda image, b, refine=None: (list(b), np.stack([rows[i] for i in range(len(b))])))
+    monkeypatch.setattr(reader.classifier, "calibrated", lambda z: np.asarray(z, np.float64))
+    monkeypatch.setattr(reader, "numerals", Numerals())
+    monkeypatch.setattr(reader, "reads_d6_numerals", True)
+    monkeypatch.setattr(reader, "second_look", 1)
+    _, p, _ = reader._joined(None, boxes, None, None)
+    assert asked == [10.0, 20.0, 30.0]  # the unsure d6 and the numbered shape; not the sure d6, nor the none
+    classes = reader.classes
+    assert not any(c == D6_PIPS for c in classes)
+    assert classes[p[1].argmax()] == "d6:4" and p[1].max() > 0.89  # a numeral "4": 0.9 x its share
+    assert classes[p[2].argmax()] == "d6:3" and abs(p[2, classes.index("d6:3")] - 0.5) < 0.01  # pips: as read
+    assert classes[p[3].argmax()] == "d8:7" and classes[p[0].argmax()] == "d6:3" and p[0].max() == np.float32(0.99)
+    assert classes[p[4].argmax()] == "none"
+
+
 def test_cli_names_a_missing_model_file(tmp_path):
     """A model folder whose reader.json names a numeral model that is not there: one line, exit 2."""
     import shutil

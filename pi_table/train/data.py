@@ -438,10 +438,10 @@ class CropBank:
     offsets: np.ndarray | None = None
 
     @classmethod
-    def cut(cls, images, keep, side: int, margin: float = 2.0, load=None) -> "CropBank":
+    def cut(cls, images, keep, side: int, margin: float = 2.0, load=None, label=None) -> "CropBank":
         """The dice of ``images`` (LabelledImage) for which ``keep(die)`` is true, each cut as a
         ``side`` x ``side`` crop ``margin`` times its box's long side (``load``: path ->
-        HxWx3 uint8 BGR, default :func:`load_rgb`)."""
+        HxWx3 uint8 BGR, default :func:`load_rgb`), labelled ``label(die)`` (default ``KIND:FACE``)."""
         from pi_table.vision.reader import centre_offset, crop_die
 
         load = load or load_rgb
@@ -453,7 +453,7 @@ class CropBank:
             image = load(im.path)
             for d in dice:
                 crops.append(crop_die(image, d.box, side, margin))
-                labels.append(f"{d.kind}:{d.face}")
+                labels.append(label(d) if label else f"{d.kind}:{d.face}")
                 offsets.append(centre_offset(d.box, image.shape[1], image.shape[0]))
         array = np.stack(crops) if crops else np.zeros((0, side, side, 3), np.uint8)
         return cls(array, labels, margin, np.array(offsets, np.float32).reshape(-1, 2))

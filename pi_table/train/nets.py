@@ -373,7 +373,7 @@ def onnx_weights(path: Path) -> list[tuple[np.ndarray, np.ndarray | None]]:
             for n in graph.node if n.op_type in ("Conv", "Gemm")]
 
 
-def warm_start(net: nn.Module, path: Path, crops: torch.Tensor) -> None:
+def warm_start(net: nn.Module, path: Path, crops: torch.Tensor, fc_rows: list[int] | None = None) -> None:
     """Start ``net`` from the ONNX model at ``path`` (:func:`export_classifier`'s,
     :func:`quantize_int8`'s or :func:`export_detector`'s export of a net of the same shape), in
     place, so that training goes on from it (a warm restart, Loshchilov and Hutter 2017, "SGDR").
@@ -393,6 +393,9 @@ def warm_start(net: nn.Module, path: Path, crops: torch.Tensor) -> None:
         path: the ONNX model.
         crops: Bx3xHxW float32 RGB 0..1 training inputs for the statistics (a few hundred crops,
             or a few dozen detector patches).
+        fc_rows: for a net that reads more classes than the file (new classes added), the row of
+            ``net.fc`` each of the file's classes goes to, in the file's order; the other rows keep
+            their fresh weights, their biases set to the file's mean bias. None: the same classes.
 
     Raises:
         ValueError: when the file's layers do not match the net's, naming the first that differs.
@@ -412,15 +415,25 @@ def warm_start(net: nn.Module, path: Path, crops: torch.Tensor) -> None:
     for i, (conv, (w, _)) in enumerate(zip(convs, layers)):
         if tuple(w.shape) != tuple(conv.weight.shape):
             raise ValueError(f"{path}: layer {i} has weights {tuple(w.shape)}, the net {tuple(conv.weight.shape)}")
-    if fc is not None and tuple(weights[-1][0].shape) != tuple(fc.weight.shape):
-        raise ValueError(f"{path}: fc has weights {tuple(weights[-1][0].shape)}, the net {tuple(fc.weight.shape)}")
+    fc_shape = tuple(weights[-1][0].shape)
+    wanted = tuple(fc.weight.shape) if fc is not None else None
+    if fc is not None and fc_rows is not None:
+        wanted = (len(fc_rows), fc.weight.shape[1])
+        if len(set(fc_rows)) != len(fc_rows) or not all(0 <= r < fc.weight.shape[0] for r in fc_rows):
+            raise ValueError(f"fc_rows {fc_rows} are not distinct rows of the net's {fc.weight.shape[0]}")
+    if fc is not None and fc_shape != wanted:
+        raise ValueError(f"{path}: fc has weights {fc_shape}, the net {wanted}")
     was_training = net.training
     outputs: dict = {}
     hooks = [conv.register_forward_hook(lambda m, _, out: outputs.__setitem__(m, out.detach())) for conv in convs]
     with torch.no_grad():
-        if fc is not None:
+        if fc is not None and fc_rows is None:
             fc.weight.copy_(torch.from_numpy(weights[-1][0]))
             fc.bias.copy_(torch.from_numpy(weights[-1][1]))
+        elif fc is not None:
+            fc.bias.fill_(float(np.mean(weights[-1][1])))
+            fc.weight[fc_rows] = torch.from_numpy(weights[-1][0])
+            fc.bias[fc_rows] = torch.from_numpy(weights[-1][1])
         for conv, (w, b) in zip(convs, layers):  # the layers with no batch norm first: the file's as they are
             if id(conv) not in norm_of:
                 conv.weight.copy_(torch.from_numpy(w))

@@ -1,4 +1,5 @@
-"""Train the numeral model (d8, d10, d10-tens faces) from renders: ``python3 -m pi_table.train.numerals``.
+"""Train the numeral model (d8, d10, d10-tens faces; d6 numerals with ``--d6``) from renders:
+``python3 -m pi_table.train.numerals``.
 
     python3 -m pi_table.train.render --out renders/train --n 3000 --seed 0 --split train --workers 2
     python3 -m pi_table.train.render --out renders/num --n 10000 --seed 10 --split train --kinds d8,d10,d10-tens
@@ -23,10 +24,16 @@ run again goes on from FILE. Every random stream is saved but OpenCV's (the came
 ``data.photometric``), which restarts with each process: slices stopped at the same steps
 (``numerals-log.json``'s ``resumed_at``) give the same model.
 
+``--d6`` teaches it d6 printed with numerals too: the renders' d6 (their meta says how each is printed)
+train classes ``d6:1`` .. ``d6:6`` for numerals and one class, ``d6:pips``, for pips (no numeral to read);
+the reader then asks it about the d6 its classifier reads unsure (:func:`pi_table.vision.reader.join_d6_numerals`).
+``--oversample d6:pips=W`` draws the pip d6, most of a render's d6, less often.
+
 ``--init MODEL`` starts from a numeral model this trainer wrote (e.g. the shipped one) instead of fresh
 weights and runs the one-cycle schedule again from it (a warm restart, Loshchilov and Hutter 2017):
 more training without the first run's hours. :func:`pi_table.train.nets.warm_start` unfolds the
-batch norms the export folded away; the log names the model and its md5.
+batch norms the export folded away; the log names the model and its md5. Classes the model did not
+read (``--d6`` from a model without d6) start fresh; every class it read stays.
 """
 
 from __future__ import annotations
@@ -46,6 +53,8 @@ from pi_table.vision.dataset import is_calib_render
 
 #: Die kinds read by numeral rather than by pips.
 NUMBERED: tuple[str, ...] = ("d8", "d10", "d10-tens")
+#: With ``--d6``, the class of a d6 printed with pips (the reader's ``pi_table.vision.reader.D6_PIPS``).
+D6_PIPS = "d6:pips"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -93,7 +102,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--init", type=Path, default=None,
                    help="start from this numeral model (an ONNX file this trainer wrote, int8 or float, e.g. "
                         "models/numerals.onnx) instead of fresh weights: a warm restart, the one-cycle schedule run "
-                        "again from it (nets.warm_start); its numerals.json beside it must name the same classes")
+                        "again from it (nets.warm_start); its numerals.json beside it must name the same classes, "
+                        "or some of them (with --d6 from a model without d6: the new classes start fresh)")
+    p.add_argument("--d6", action="store_true",
+                   help="read d6 faces printed with numerals too: the renders' d6 printed with numerals train classes "
+                        "d6:1..d6:6, those printed with pips one class d6:pips (a d6 whose face is not a numeral); "
+                        "the reader asks it about the d6 the classifier reads unsure (pi_table.vision.reader, "
+                        "'Numerals')")
     p.add_argument("--oversample", default="",
                    help="KIND=W[,KIND=W]: draw the dice of KIND (d8, d10, d10-tens) W times as often as the others "
                         "(default: every die alike)")
@@ -102,8 +117,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.oversample_weights = kind_weights(args.oversample)
     if args.oversample_weights is None:
-        refuse("--oversample", f"must be KIND=W[,KIND=W] with KIND one of {', '.join(NUMBERED)} and W above 0, "
+        refuse("--oversample", f"must be KIND=W[,KIND=W] with KIND one of {', '.join(NUMBERED + ('d6', D6_PIPS))} "
+                               f"and W above 0, "
                                f"got {args.oversample!r}")
+    if not args.d6 and any(k.startswith("d6") for k in args.oversample_weights):
+        refuse("--oversample", f"{args.oversample!r} weighs d6 dice, which only --d6 trains on")
     text = args.channels
     args.channels = int_list(text)
     refuse_bad_options((("--label-smoothing", args.label_smoothing, 0 <= args.label_smoothing <= 0.5, "0..0.5"),
@@ -137,9 +155,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+def is_printed_d6(die) -> bool:
+    """Whether ``die`` (LabelledDie) is a render's d6 whose printing (pips or numerals) is known."""
+    return die.kind == "d6" and die.printing in ("pips", "numerals")
+
+
+def numeral_label(die) -> str:
+    """The numeral model's class for ``die`` (LabelledDie): ``KIND:FACE``, but ``d6:pips`` for a d6
+    printed with pips (:data:`D6_PIPS`: no numeral to read)."""
+    return D6_PIPS if die.kind == "d6" and die.printing == "pips" else f"{die.kind}:{die.face}"
+
+
 def kind_weights(text: str) -> dict[str, float] | None:
     """``--oversample``'s ``"d10-tens=2,d8=1.5"`` -> ``{"d10-tens": 2.0, "d8": 1.5}``; {} for ""; None
-    when a kind is not in :data:`NUMBERED`, a weight is not a number above 0, or an item lacks ``=``."""
+    when a kind is not in :data:`NUMBERED` (nor ``d6`` or :data:`D6_PIPS`, for ``--d6``), a weight is not a
+    number above 0, or an item lacks ``=``."""
     out = {}
     for item in filter(None, (t.strip() for t in str(text).split(","))):
         kind, _, weight = item.partition("=")
@@ -147,7 +177,7 @@ def kind_weights(text: str) -> dict[str, float] | None:
             w = float(weight)
         except ValueError:
             return None
-        if kind not in NUMBERED or not (w > 0 and math.isfinite(w)):
+        if kind not in NUMBERED + ("d6", D6_PIPS) or not (w > 0 and math.isfinite(w)):
             return None
         out[kind] = w
     return out
@@ -155,11 +185,12 @@ def kind_weights(text: str) -> dict[str, float] | None:
 
 def draw_chances(labels: list[str], weights: dict[str, float]) -> np.ndarray | None:
     """N float64 chances summing to 1 of drawing each of the bank's dice (``labels``, ``KIND:FACE``)
-    under ``--oversample``'s kind ``weights`` (kinds not named weigh 1); None when ``weights`` is
-    empty (every die alike, drawn as training always drew them)."""
+    under ``--oversample``'s ``weights`` (a class named, :data:`D6_PIPS`, by its own weight, else by its
+    kind's; kinds not named weigh 1); None when ``weights`` is empty (every die alike, drawn as training
+    always drew them)."""
     if not weights:
         return None
-    w = np.array([weights.get(label.split(":")[0], 1.0) for label in labels], np.float64)
+    w = np.array([weights.get(label, weights.get(label.split(":")[0], 1.0)) for label in labels], np.float64)
     return w / w.sum()
 
 
@@ -204,9 +235,9 @@ def batch_stream(bank, targets, args):
 #: The options that shape the training: a checkpoint resumes only a run made with the same ones.
 RUN_OPTIONS: tuple[str, ...] = ("renders", "seed", "steps", "batch", "lr", "crop_size", "margin", "augment", "channels",
                                 "label_smoothing", "grey_only", "device", "channels_last", "smoke", "init",
-                                "oversample")
+                                "oversample", "d6")
 #: The value a checkpoint made before an option of :data:`RUN_OPTIONS` existed is taken to have had.
-OPTIONS_BEFORE: dict[str, str] = {"init": "None", "oversample": ""}
+OPTIONS_BEFORE: dict[str, str] = {"init": "None", "oversample": "", "d6": "False"}
 
 
 def run_options(args: argparse.Namespace) -> dict:
@@ -300,15 +331,16 @@ def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:
     return float(min(grid, key=nll))
 
 
-def numeral_logits(model, images, index: dict, load) -> tuple[np.ndarray, np.ndarray]:
+def numeral_logits(model, images, index: dict, load, d6: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The numeral ``model``'s NxF float32 logits for every numbered die of ``images`` at its
-    labelled box, and N class indices (dice of a class the model lacks are left out)."""
+    labelled box (with ``d6``, every printed d6 too, :func:`numeral_label`'s class), and N class
+    indices (dice of a class the model lacks are left out)."""
     z, t = [], []
     for im in images:
-        dice = [d for d in im.dice if d.kind in NUMBERED]
+        dice = [d for d in im.dice if d.kind in NUMBERED or (d6 and is_printed_d6(d))]
         if dice:
             z.append(model.logits(model.crops(load(im.path), [d.box for d in dice])))
-            t += [index.get(f"{d.kind}:{d.face}", -1) for d in dice]
+            t += [index.get(numeral_label(d), -1) for d in dice]
     z = np.concatenate(z) if z else np.zeros((0, len(index)), np.float32)
     t = np.array(t, int)
     return z[t >= 0], t[t >= 0]
@@ -318,7 +350,7 @@ def right_per_kind(logits: np.ndarray, targets: np.ndarray, classes: list[str]) 
     """``{kind: {"dice": n, "right": share of top-1 right}}`` for NxF ``logits`` and N ``targets``."""
     out = {}
     kinds = np.array([classes[i].split(":")[0] for i in targets]) if len(targets) else np.zeros(0, str)
-    for kind in NUMBERED:
+    for kind in ("d6",) + NUMBERED:
         sel = kinds == kind
         if sel.any():
             out[kind] = {"dice": int(sel.sum()), "right": float(np.mean(logits[sel].argmax(axis=1) == targets[sel]))}
@@ -332,14 +364,32 @@ def md5_of(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
+def init_classes(init: Path) -> list[str] | None:
+    """The classes of the numeral model ``init`` (its ``numerals.json`` beside it), None without one.
+
+    Raises:
+        SystemExit: status 2, one line naming the file, when that file is not a numeral model's settings.
+    """
+    beside = init.with_name("numerals.json")
+    if not beside.is_file():
+        return None
+    try:
+        theirs = json.loads(beside.read_text())["classes"]
+    except (ValueError, KeyError, TypeError):
+        refuse("--init", f"{beside} names no classes")
+    if not isinstance(theirs, list) or not theirs or not all(isinstance(c, str) for c in theirs):
+        refuse("--init", f"{beside} names no classes")
+    return theirs
+
+
 def warm_from(net, args: argparse.Namespace, bank, classes: list[str]) -> None:
     """``--init``: start ``net`` from the model ``args.init`` (:func:`pi_table.train.nets.warm_start`),
     its batch norms set from 512 training crops cut and augmented as training cuts them (their own
     generator, seeded ``(seed, 1)``, so the training's stream is the same as without ``--init``).
 
     Raises:
-        SystemExit: status 2, one line naming the file, when its ``numerals.json`` names other
-            classes than the renders' or its layers do not fit the net (``--channels``).
+        SystemExit: status 2, one line naming the file, when its layers do not fit the net
+            (``--channels``).
     """
     import torch
 
@@ -347,16 +397,12 @@ def warm_from(net, args: argparse.Namespace, bank, classes: list[str]) -> None:
     from pi_table.train.__main__ import log
     from pi_table.train.nets import warm_start
 
-    beside = args.init.with_name("numerals.json")
-    if beside.is_file():
-        theirs = json.loads(beside.read_text()).get("classes")
-        if theirs != classes:
-            refuse("--init", f"{args.init} reads {len(theirs or [])} classes ({beside}), these renders have "
-                             f"{len(classes)}")
+    theirs = init_classes(args.init)  # main's classes hold them all: new ones (--d6) start fresh
+    rows = None if theirs is None or theirs == classes else [classes.index(c) for c in theirs]
     rng = np.random.default_rng([args.seed, 1])
     crops = training_crops(bank, rng.integers(0, len(bank), 512), rng, args)
     try:
-        warm_start(net, args.init, torch.from_numpy(D.chw_batch(crops)))
+        warm_start(net, args.init, torch.from_numpy(D.chw_batch(crops)), fc_rows=rows)
     except ValueError as e:
         refuse("--init", str(e))
     log(f"numerals: started from {args.init} (md5 {md5_of(args.init)})")
@@ -391,11 +437,13 @@ def main(argv=None) -> int:
     # Each die cut once at twice its box, its die as many pixels across as the crops will have.
     bank_margin = 2.0
     side = int(round(args.crop_size * bank_margin / args.margin))
-    bank = D.CropBank.cut(train, lambda d: d.kind in NUMBERED, side, bank_margin)
+    bank = D.CropBank.cut(train, lambda d: d.kind in NUMBERED or (args.d6 and is_printed_d6(d)), side, bank_margin,
+                          label=numeral_label)
     if not len(bank):
         print(f"error: --renders: no {', '.join(NUMBERED)} dice in {', '.join(map(str, args.renders))}", file=sys.stderr)
         return 2
-    classes = sorted(set(bank.labels), key=class_key)
+    # --init: every class the model read stays, whatever these renders hold
+    classes = sorted(set(bank.labels) | set(init_classes(args.init) if args.init else []), key=class_key)
     index = {c: i for i, c in enumerate(classes)}
     targets = np.array([index[label] for label in bank.labels])
     log(f"numerals: {len(bank)} dice on {len(train)} renders (cut in {time.time() - started:.0f} s), "
@@ -404,7 +452,8 @@ def main(argv=None) -> int:
         chances = draw_chances(bank.labels, args.oversample_weights)
         kinds = np.array([label.split(":")[0] for label in bank.labels])
         log("numerals: --oversample, share of the draws per kind: "
-            + ", ".join(f"{k} {chances[kinds == k].sum():.1%} (of the dice {np.mean(kinds == k):.1%})" for k in NUMBERED))
+            + ", ".join(f"{k} {chances[kinds == k].sum():.1%} (of the dice {np.mean(kinds == k):.1%})"
+                        for k in ("d6",) * args.d6 + NUMBERED))
 
     def batch_of(crops) -> torch.Tensor:
         return torch.from_numpy(D.chw_batch(crops))
@@ -470,7 +519,7 @@ def main(argv=None) -> int:
         order, and top-1 right per kind of each folder."""
         parts, per_folder = [], {}
         for folder in dict.fromkeys(r for r, _ in pairs):
-            zf, tf = numeral_logits(model, [im for r, im in pairs if r == folder], index, D.load_rgb)
+            zf, tf = numeral_logits(model, [im for r, im in pairs if r == folder], index, D.load_rgb, args.d6)
             parts.append((zf, tf))
             per_folder[folder] = right_per_kind(zf, tf, classes)
         if not parts:

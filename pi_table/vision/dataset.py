@@ -34,13 +34,15 @@ class LabelledDie:
     ``cocked``: True when it does not lie flat, False when it does, None when the labels do not
     say (photos; renders say it in ``meta/NAME.json``, see docs/renders.md). ``material``: a
     render's die material (``opaque``, ``translucent``, ``marbled``, ``metallic``: the part of its
-    meta's ``material`` after the ``/``), None for photos."""
+    meta's ``material`` after the ``/``), None for photos. ``printing``: how a render's die is
+    printed (its meta's ``printing.print``: ``pips`` or ``numerals``), None for photos."""
 
     kind: str
     face: str
     box: tuple[float, float, float, float]
     cocked: bool | None = None
     material: str | None = None
+    printing: str | None = None
 
 
 @dataclass(frozen=True)
@@ -195,8 +197,10 @@ def load_yolo(root: Path, folder_name: str | None = None, default_kind: str | No
             meta = _meta_dice(folder / "meta" / (image_path.stem + ".json"))  # a render's: read once
             flags = _per_die(meta, len(dice), _cocked)
             if flags is not None:
-                dice = [LabelledDie(d.kind, d.face, d.box, c, m)
-                        for d, c, m in zip(dice, flags, _per_die(meta, len(dice), _material) or [None] * len(dice))]
+                materials = _per_die(meta, len(dice), _material) or [None] * len(dice)
+                printings = _per_die(meta, len(dice), _printing) or [None] * len(dice)
+                dice = [LabelledDie(d.kind, d.face, d.box, c, m, pr)
+                        for d, c, m, pr in zip(dice, flags, materials, printings)]
             out.append(LabelledImage(image_path, width, height, tuple(dice), name))
     return out
 
@@ -227,6 +231,10 @@ def _cocked(d: dict) -> bool:
 
 def _material(d: dict) -> str:
     return str(d["material"]).split("/")[-1]
+
+
+def _printing(d: dict) -> str:
+    return str(d["printing"]["print"])
 
 
 def cocked_flags(meta_path: Path, count: int) -> list[bool] | None:

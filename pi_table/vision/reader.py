@@ -59,6 +59,12 @@
    shape, so a tray of d6 costs nothing more. The two are joined as a product of experts
    (Hinton 2002): P(face) = P(any numbered die) x m(shape) q(face) / sum m q, with m the
    classifier's shape probabilities and q the numeral model's.
+   A numeral model trained with ``--d6`` also reads d6 printed with numerals (classes ``d6:1`` ..
+   ``d6:6``, and :data:`D6_PIPS` for a d6 printed with pips): the classifier reads pips well and
+   numerals seldom surely, so a d6 it reads under the d6 threshold is read by the numeral model too,
+   and its faces become P(d6) x (q(face) + q(pips) x the classifier's share of the face), q the
+   numeral model's d6 classes scaled to sum 1 (:func:`join_d6_numerals`): the numeral where it sees
+   one, the classifier's read where it sees pips. Sure d6 cost nothing more.
 
 4. **Second look** (``reader.json``'s ``second_look``, views per unsure die): a die whose
    best class is below its kind's threshold (a numbered shape's: its kinds', as
@@ -1067,6 +1073,9 @@ def _lies_in(small, big, size: float = PART_SIZE, inside: float = PART_INSIDE, g
 
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
 NUMERAL_MIN = 0.02
+#: A numeral model that also reads d6 printed with numerals (``python3 -m pi_table.train.numerals --d6``) has classes
+#: ``d6:1`` .. ``d6:6`` and this one, a d6 printed with pips: no numeral to read (:func:`join_d6_numerals`).
+D6_PIPS = "d6:pips"
 
 
 def join_numerals(p_main: np.ndarray, main_classes: list[str], q: np.ndarray | None, rows, numeral_classes: list[str],
@@ -1100,6 +1109,42 @@ def join_numerals(p_main: np.ndarray, main_classes: list[str], q: np.ndarray | N
     cols = [classes.index(c) for c in numeral_classes]
     p[np.ix_(rows, cols)] = mass * joint / np.where(norm > 0, norm, 1.0)
     return p
+
+
+def join_d6_numerals(p: np.ndarray, classes: list[str], q: np.ndarray, rows, numeral_classes: list[str]) -> np.ndarray:
+    """``p`` (NxK probabilities over ``classes``) with the d6 faces of ``rows`` read again with the numeral
+    model's view of them (module docstring, "Numerals"): a d6 printed with numerals, which the classifier,
+    a reader of pips, reads unsure.
+
+    Args:
+        p: NxK float probabilities; its d6 faces (``d6:1`` .. ``d6:6``) sum to D, the chance of a d6.
+        q: RxF float probabilities over ``numeral_classes`` for the boxes ``rows`` (R indices into N);
+            of those classes, the d6 ones (``d6:1`` .. ``d6:6`` and :data:`D6_PIPS`) are used, scaled
+            to sum 1 (the chance of each given a d6).
+
+    Returns:
+        NxK float64: for each of ``rows``, ``d6:F`` gets D x (q(``d6:F``) + q(pips) x c(F)), c(F) the
+        classifier's share of D on face F: a mixture, the numeral read where the face is a numeral and
+        the classifier's where it is pips; D and every other class as they were. Other rows unchanged.
+    """
+    out = np.array(p, np.float64)
+    faces = [c for c in classes if c.startswith("d6:")]
+    if not len(rows) or D6_PIPS not in numeral_classes or not faces:
+        return out
+    cols = [classes.index(c) for c in faces]
+    q = np.asarray(q, np.float64)
+    pips = q[:, numeral_classes.index(D6_PIPS)]
+    numerals = np.stack([q[:, numeral_classes.index(c)] if c in numeral_classes else np.zeros(len(rows))
+                         for c in faces], axis=1)  # R x faces
+    total = pips + numerals.sum(axis=1)
+    ok = total > 0
+    pips = np.where(ok, pips / np.where(ok, total, 1.0), 1.0)
+    numerals = numerals / np.where(ok, total, 1.0)[:, None]
+    d6 = out[np.ix_(rows, cols)]
+    mass = d6.sum(axis=1, keepdims=True)
+    share = d6 / np.where(mass > 0, mass, 1.0)
+    out[np.ix_(rows, cols)] = mass * (numerals + pips[:, None] * share)
+    return out
 
 
 def centre_offset(box, width: int, height: int) -> tuple[float, float]:
@@ -1190,7 +1235,13 @@ class DiceReader:
         #: P(cocked) at or above which a die is reported ``cocked``.
         self.cocked_threshold = float(ck["threshold"]) if ck else 1.0
         direct = [c for c in cls["classes"] if c != "none" and not c.endswith(":*")]
-        faces = direct + (self.numerals.classes if self.numerals else [])
+        numeral_classes = self.numerals.classes if self.numerals else []
+        #: The numeral model's classes of numbered kinds (d8, d10, d10-tens: those the classifier reads by shape
+        #: alone, ``KIND:*``), joined by :func:`join_numerals`.
+        self.numbered_classes = [c for c in numeral_classes if shape_class(c.split(":")[0]) in cls["classes"]]
+        #: Whether the numeral model also reads d6 printed with numerals (:data:`D6_PIPS`, :func:`join_d6_numerals`).
+        self.reads_d6_numerals = D6_PIPS in numeral_classes
+        faces = direct + [c for c in self.numbered_classes if c not in direct]
         #: The classes of :meth:`classify`'s probabilities: every ``KIND:FACE`` read, then ``none``.
         self.classes = sorted(faces, key=class_key) + ["none"]
         self.threshold = float(self.config.get("threshold", 0.9))
@@ -1334,7 +1385,7 @@ class DiceReader:
         logits = self.numerals.logits(self.numerals.crops(image, boxes))
         if self.second_look == 1:
             return logits
-        kinds = [c.split(":")[0] for c in self.numerals.classes]
+        kinds = [c.split(":")[0] for c in self.numbered_classes]
         limit = min(self.threshold_for(k) for k in kinds) if kinds else self.threshold
         rows = np.flatnonzero(self.numerals.calibrated(logits).max(axis=1) < limit)
         if not len(rows):
@@ -1370,13 +1421,26 @@ class DiceReader:
                 boxes[i], p[i], shares[i] = again[j], p_again[j], shares_again[j]
         return boxes, p, shares
 
+    def _unsure_d6(self, p_main: np.ndarray) -> np.ndarray:
+        """Indices of the rows of the classifier's NxC calibrated probabilities whose best class that is
+        a die is a d6 face under the d6 threshold, with ``none`` under :attr:`none_threshold`: the d6
+        the numeral model is asked about (:func:`join_d6_numerals`; a d6 printed with numerals is one
+        the classifier, a reader of pips, seldom reads surely)."""
+        classes = self.classifier.classes
+        none = classes.index("none")
+        dice = np.array([i for i in range(len(classes)) if i != none])
+        best = dice[p_main[:, dice].argmax(axis=1)] if len(p_main) else np.zeros(0, int)
+        is_d6 = np.array([c.startswith("d6:") for c in classes])
+        return np.flatnonzero(is_d6[best] & (p_main[np.arange(len(p_main)), best] < self.threshold_for("d6"))
+                              & (p_main[:, none] < self.none_threshold))
+
     def _unsure_numbered(self, p: np.ndarray) -> np.ndarray:
         """Indices of the rows of ``p`` (NxK probabilities over :attr:`classes`) whose best face is one
         the numeral model reads (d8, d10, d10-tens) with a confidence under its kind's threshold: the
         best face's share of the die probability times the chance that it is a die, as :meth:`_dice`
         reports it."""
         best, shares, not_die, _ = self._best_faces(p)
-        read_by_numerals = set(self.numerals.classes)
+        read_by_numerals = set(self.numbered_classes)
         limits = np.array([self.threshold_for(c.split(":")[0]) if c in read_by_numerals else -1.0 for c in self.classes])
         return np.flatnonzero(shares * (1.0 - not_die) < limits[best])
 
@@ -1400,14 +1464,20 @@ class DiceReader:
         (:meth:`boxes_and_logits`, then the numerals joined)."""
         boxes, logits = self.boxes_and_logits(image, boxes, refine)
         p_main = self.classifier.calibrated(logits)
-        q, rows = None, np.zeros(0, int)
+        q, rows, d6_rows = None, np.zeros(0, int), np.zeros(0, int)
         if self.numerals is not None and len(boxes):
             shapes = [i for i, c in enumerate(self.classifier.classes) if c.endswith(":*")]
             rows = np.flatnonzero(p_main[:, shapes].sum(axis=1) >= NUMERAL_MIN)
-            if len(rows):
-                q = self.numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in rows]))
-        p = join_numerals(p_main, self.classifier.classes, q, rows, self.numerals.classes if self.numerals else [],
-                          self.classes)
+            if self.reads_d6_numerals:
+                d6_rows = self._unsure_d6(p_main)
+            read = np.union1d(rows, d6_rows)
+            if len(read):
+                q_all = self.numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in read]))
+                numbered = [self.numerals.classes.index(c) for c in self.numbered_classes]
+                q = q_all[np.searchsorted(read, rows)][:, numbered]
+        p = join_numerals(p_main, self.classifier.classes, q, rows, self.numbered_classes, self.classes)
+        if len(d6_rows):
+            p = join_d6_numerals(p, self.classes, q_all[np.searchsorted(read, d6_rows)], d6_rows, self.numerals.classes)
         shares = np.ones(len(p))
         if kinds is not None:
             allowed = np.array([c == "none" or c.split(":")[0] in kinds for c in self.classes])
