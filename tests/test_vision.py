@@ -1073,11 +1073,11 @@ def test_join_d6_numerals_mixes_the_numeral_read_and_the_classifiers():
     assert np.array_equal(join_d6_numerals(p, classes, q[:, 1:], np.array([1, 2]), numeral_classes[1:]), p)
 
 
-def test_an_unsure_d6_is_read_by_a_numeral_model_that_reads_d6(reader, monkeypatch):
-    """With a numeral model that has d6 classes (``numerals --d6``), a d6 the classifier reads under the d6
+def test_an_unsure_d6_is_read_by_the_d6_numeral_model(reader, monkeypatch):
+    """With a d6 numeral model (``reader.json``'s ``d6_numerals``), a d6 the classifier reads under the d6
     threshold is read by it too (a numeral "4" decides, pips leave the classifier's read); a sure d6 and
-    a box the classifier calls ``none`` are not asked; numbered dice are joined as before and their
-    classes are the reader's only new ones."""
+    a box the classifier calls ``none`` are not asked; numbered dice are read by the numeral model as
+    before, and the reader's classes gain nothing."""
     from pi_table.vision.reader import D6_PIPS
 
     main = reader.classifier.classes
@@ -1090,39 +1090,74 @@ def test_an_unsure_d6_is_read_by_a_numeral_model_that_reads_d6(reader, monkeypat
     rows = {0: row(d6_3=0.99, none=0.01), 1: row(d6_3=0.5, d6_5=0.4, none=0.1), 2: row(d6_3=0.5, d6_5=0.4, none=0.1),
             3: row(**{"d8_*": 0.9, "none": 0.1}), 4: row(d6_3=0.3, none=0.7)}
     boxes = [(10.0 * i, 0.0, 10.0 * i + 8, 8.0) for i in rows]
-    numeral_classes = [D6_PIPS, "d6:1", "d6:2", "d6:3", "d6:4", "d6:5", "d6:6"] + reader.numerals.classes
     said = {10.0: "d6:4", 20.0: D6_PIPS, 30.0: "d8:7"}
-    asked = []
 
     class Numerals:
-        classes = numeral_classes
+        def __init__(self, classes):
+            self.classes, self.asked = classes, []
 
         def crops(self, image, boxes):
-            asked.extend(b[0] for b in boxes)
+            self.asked.extend(b[0] for b in boxes)
             return np.array([b[0] for b in boxes])
 
         def logits(self, crops):
-            out = np.full((len(crops), len(numeral_classes)), 0.001)
+            out = np.full((len(crops), len(self.classes)), 0.001)
             for i, x in enumerate(crops):
-                out[i, numeral_classes.index(said[x])] = 1.0
+                out[i, self.classes.index(said[x])] = 1.0
             return out
 
         def calibrated(self, z):
             return z / z.sum(axis=1, keepdims=True)
 
+    classes_before = list(reader.classes)
+    numerals, d6 = Numerals(reader.numerals.classes), Numerals([D6_PIPS] + [f"d6:{f}" for f in range(1, 7)])
     monkeypatch.setattr(reader, "boxes_and_logits", lambda image, b, refine=None: (list(b), np.stack([rows[i] for i in range(len(b))])))
     monkeypatch.setattr(reader.classifier, "calibrated", lambda z: np.asarray(z, np.float64))
-    monkeypatch.setattr(reader, "numerals", Numerals())
-    monkeypatch.setattr(reader, "reads_d6_numerals", True)
+    monkeypatch.setattr(reader, "numerals", numerals)
+    monkeypatch.setattr(reader, "d6_numerals", d6)
     monkeypatch.setattr(reader, "second_look", 1)
     _, p, _ = reader._joined(None, boxes, None, None)
-    assert asked == [10.0, 20.0, 30.0]  # the unsure d6 and the numbered shape; not the sure d6, nor the none
+    assert d6.asked == [10.0, 20.0] and numerals.asked == [30.0]  # not the sure d6, nor the none
     classes = reader.classes
-    assert not any(c == D6_PIPS for c in classes)
+    assert classes == classes_before
     assert classes[p[1].argmax()] == "d6:4" and p[1].max() > 0.89  # a numeral "4": 0.9 x its share
     assert classes[p[2].argmax()] == "d6:3" and abs(p[2, classes.index("d6:3")] - 0.5) < 0.01  # pips: as read
     assert classes[p[3].argmax()] == "d8:7" and classes[p[0].argmax()] == "d6:3" and p[0].max() == np.float32(0.99)
     assert classes[p[4].argmax()] == "none"
+    monkeypatch.setattr(reader, "d6_numerals", None)  # none shipped: the unsure d6 keep the classifier's read
+    _, p, _ = reader._joined(None, boxes, None, None)
+    assert classes[p[1].argmax()] == "d6:3"
+
+
+def test_a_d6_numeral_model_without_the_pips_class_is_refused(tmp_path):
+    """``d6_numerals`` naming a model that has no ``d6:pips`` class (the numeral model itself): one line, exit 2."""
+    import shutil
+
+    models = tmp_path / "models"
+    shutil.copytree(REPO / "models", models, ignore=shutil.ignore_patterns("history"))
+    config = json.loads((models / "reader.json").read_text())
+    config["d6_numerals"] = config["numerals"]
+    (models / "reader.json").write_text(json.dumps(config))
+    r = subprocess.run([sys.executable, "-m", "pi_table", "read", str(sorted(DEMO.glob("*.jpg"))[0]), "--models", str(models)],
+                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "d6_numerals reads no d6 printed with pips ('d6:pips' is not one of its classes)" in r.stderr
+
+
+def test_a_model_whose_scores_are_not_one_per_class_is_refused(tmp_path):
+    """A numeral model file swapped under settings naming other classes (a model trained into a folder whose
+    reader.json still names the old model's): one line naming the file, exit 2, not a silent misread."""
+    import shutil
+
+    models = tmp_path / "models"
+    shutil.copytree(REPO / "models", models, ignore=shutil.ignore_patterns("history"))
+    config = json.loads((models / "reader.json").read_text())
+    config["numerals"]["classes"] = config["numerals"]["classes"][:-1]
+    (models / "reader.json").write_text(json.dumps(config))
+    r = subprocess.run([sys.executable, "-m", "pi_table", "read", str(sorted(DEMO.glob("*.jpg"))[0]), "--models", str(models)],
+                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert "numerals.onnx gives 28 scores a crop, its settings name 27 classes" in r.stderr
 
 
 def test_cli_names_a_missing_model_file(tmp_path):

@@ -599,12 +599,7 @@ def main(argv=None) -> int:
         "refine_unsure": args.refine_unsure,
         "seed": args.seed,
     }
-    numerals = args.out / "numerals.json"  # written by python3 -m pi_table.train.numerals
-    if numerals.is_file() and any(c.endswith(":*") for c in classes):
-        config["numerals"] = json.loads(numerals.read_text())
-    cocked = args.out / "cocked.json"  # written by python3 -m pi_table.train.cocked
-    if cocked.is_file():
-        config["cocked"] = json.loads(cocked.read_text())
+    take_model_settings(args.out, config, numbered=any(c.endswith(":*") for c in classes))
     if (args.out / CLOSE_UP_FILE).is_file():  # --close-up-from, or a --det-from / --cls-from folder's
         config["detector"]["close_up_file"] = CLOSE_UP_FILE
     history.update(calibrate_reader(args.out, config, calib_imgs, args))
@@ -672,11 +667,12 @@ def reuse_classifiers(folder: Path, entry: dict, classes: list[str], out: Path) 
 
 
 def take_side_models(folder: Path, out: Path) -> None:
-    """``--det-from``, ``--cls-from``: copy ``folder``'s numeral, cocked-die and close-up detector
+    """``--det-from``, ``--cls-from``: copy ``folder``'s numeral, d6 numeral, cocked-die and close-up detector
     models into ``out`` where it has none. They are trained apart (their own commands); with them calibration reads
-    numbered and cocked dice as that folder's reader does (without them it would fit thresholds
+    numbered, printed d6 and cocked dice as that folder's reader does (without them it would fit thresholds
     on another reader)."""
-    for name in ("numerals.onnx", "numerals.json", "cocked.onnx", "cocked.json", CLOSE_UP_FILE):
+    for name in ("numerals.onnx", "numerals.json", "d6-numerals.onnx", "d6-numerals.json", "cocked.onnx", "cocked.json",
+                 CLOSE_UP_FILE):
         if (folder / name).is_file() and not (out / name).is_file():
             shutil.copyfile(folder / name, out / name)
             log(f"{name} taken from {folder}")
@@ -782,7 +778,8 @@ def check_trained(out: Path) -> None:
             refuse("--calibrate-only", f"no {name} in {out}")
     try:
         config = json.loads((out / "reader.json").read_text())
-        entries = [config["detector"], config["classifier"], *(config[k] for k in ("numerals", "cocked") if k in config)]
+        entries = [config["detector"], config["classifier"],
+                   *(config[k] for k in ("numerals", "d6_numerals", "cocked") if k in config)]
         names = [name for entry in entries for name in model_files(entry)]
         names += [config["detector"]["close_up_file"]] if "close_up_file" in config["detector"] else []
     except (ValueError, KeyError, TypeError) as e:
@@ -890,6 +887,24 @@ def check_same_split(args: argparse.Namespace, splits_text: str) -> None:
         refuse("--calibrate-only", f"{splits_json} is not this data's split for seed {args.seed}")
 
 
+def take_model_settings(out: Path, config: dict, numbered: bool) -> None:
+    """Put the settings of the numeral, d6 numeral and cocked-die models in ``out`` (``numerals.json`` and
+    ``d6-numerals.json``, written by ``python3 -m pi_table.train.numerals [--d6]``; ``cocked.json``, by
+    ``... .cocked``) into ``config`` (the reader's), where those files are there: the numeral model's
+    only when ``numbered`` (the classifier reads numbered shapes). A model trained into a folder after
+    its ``reader.json`` was written then runs with its own classes and temperature, not the settings
+    of the model it replaced."""
+    numerals = out / "numerals.json"
+    if numerals.is_file() and numbered:
+        config["numerals"] = json.loads(numerals.read_text())
+    d6 = out / "d6-numerals.json"
+    if d6.is_file():
+        config["d6_numerals"] = json.loads(d6.read_text())
+    cocked = out / "cocked.json"
+    if cocked.is_file():
+        config["cocked"] = json.loads(cocked.read_text())
+
+
 def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> int:
     """``--calibrate-only``: the models in ``args.out`` keep their weights; their temperature
     and thresholds are fitted again on the calib split (:func:`calibrate_reader`), and the
@@ -899,6 +914,8 @@ def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> 
     check_same_split(args, splits_text)
     started = time.time()
     config = json.loads(reader_json.read_text())
+    # a numeral or cocked-die model trained into the folder since (its own json beside it) is the one calibrated
+    take_model_settings(args.out, config, numbered="numerals" in config)
     copy_close_up(args)
     if args.close_up_from is not None:
         config["detector"]["close_up_file"] = CLOSE_UP_FILE

@@ -204,7 +204,7 @@ def main(argv=None) -> int:
     cls_files = model_files(config["classifier"])
     close_up = config["detector"].get("close_up_file")  # the zoomed-out look's own detector, if any
     sizes = {f: (args.models / f).stat().st_size for f in ("detector.onnx", *([close_up] if close_up else []), *cls_files,
-                                                             "numerals.onnx", "cocked.onnx")
+                                                             "numerals.onnx", "d6-numerals.onnx", "cocked.onnx")
              if (args.models / f).is_file()}
     log = json.loads((args.models / "train-log.json").read_text()) if (args.models / "train-log.json").is_file() else {}
     classes = config["classifier"]["classes"]

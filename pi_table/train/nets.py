@@ -421,6 +421,8 @@ def warm_start(net: nn.Module, path: Path, crops: torch.Tensor, fc_rows: list[in
         wanted = (len(fc_rows), fc.weight.shape[1])
         if len(set(fc_rows)) != len(fc_rows) or not all(0 <= r < fc.weight.shape[0] for r in fc_rows):
             raise ValueError(f"fc_rows {fc_rows} are not distinct rows of the net's {fc.weight.shape[0]}")
+    if fc is not None and fc_rows is not None and fc_shape[0] != len(fc_rows):
+        raise ValueError(f"{path}: fc gives {fc_shape[0]} scores, {len(fc_rows)} classes named for them")
     if fc is not None and fc_shape != wanted:
         raise ValueError(f"{path}: fc has weights {fc_shape}, the net {wanted}")
     was_training = net.training

@@ -13,7 +13,8 @@ shape (``d8:*``, ``d10:*``); this model reads the numeral from a larger crop
 name) is held out to fit the temperature (Guo et al. 2017) and to report accuracy.
 
 Writes ``numerals.onnx`` (int8 weights unless ``--float``: :func:`pi_table.train.nets.quantize_int8`)
-and ``numerals.json`` (the reader's ``numerals`` settings) into
+and ``numerals.json`` (the reader's ``numerals`` settings; with ``--d6``, ``d6-numerals.onnx`` and
+``d6-numerals.json``, the reader's ``d6_numerals``) into
 ``--out``, and adds those settings to ``reader.json`` when one is there (``python3 -m
 pi_table.train`` copies them in when it runs after). Trained on the CPU (the shipped way), deterministic
 for a seed; ``--device cuda --workers N`` trains on a GPU machine, for experiments (another model).
@@ -24,9 +25,12 @@ run again goes on from FILE. Every random stream is saved but OpenCV's (the came
 ``data.photometric``), which restarts with each process: slices stopped at the same steps
 (``numerals-log.json``'s ``resumed_at``) give the same model.
 
-``--d6`` teaches it d6 printed with numerals too: the renders' d6 (their meta says how each is printed)
-train classes ``d6:1`` .. ``d6:6`` for numerals and one class, ``d6:pips``, for pips (no numeral to read);
-the reader then asks it about the d6 its classifier reads unsure (:func:`pi_table.vision.reader.join_d6_numerals`).
+``--d6`` trains the d6 numeral model, a second model beside the first: the renders' d6 (their meta says
+how each is printed) train classes ``d6:1`` .. ``d6:6`` for numerals and one class, ``d6:pips``, for pips
+(no numeral to read), beside the numbered classes; the reader asks it about the d6 its classifier reads
+unsure (:func:`pi_table.vision.reader.join_d6_numerals`). Shipped as a fine-tune of the numeral model
+(``--init models/numerals.onnx``): one model for both lost tens dice (models/history/numerals.md,
+"d6 printed with numerals").
 ``--oversample d6:pips=W`` draws the pip d6, most of a render's d6, less often.
 
 ``--init MODEL`` starts from a numeral model this trainer wrote (e.g. the shipped one) instead of fresh
@@ -105,10 +109,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "again from it (nets.warm_start); its numerals.json beside it must name the same classes, "
                         "or some of them (with --d6 from a model without d6: the new classes start fresh)")
     p.add_argument("--d6", action="store_true",
-                   help="read d6 faces printed with numerals too: the renders' d6 printed with numerals train classes "
-                        "d6:1..d6:6, those printed with pips one class d6:pips (a d6 whose face is not a numeral); "
-                        "the reader asks it about the d6 the classifier reads unsure (pi_table.vision.reader, "
-                        "'Numerals')")
+                   help="train the d6 numeral model (d6-numerals.onnx, reader.json's d6_numerals): the renders' d6 "
+                        "printed with numerals train classes d6:1..d6:6, those printed with pips one class d6:pips "
+                        "(a d6 whose face is not a numeral); the reader asks it about the d6 the classifier reads "
+                        "unsure (pi_table.vision.reader, 'Numerals')")
     p.add_argument("--oversample", default="",
                    help="KIND=W[,KIND=W]: draw the dice of KIND (d8, d10, d10-tens) W times as often as the others "
                         "(default: every die alike)")
@@ -153,6 +157,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.checkpoint is not None and args.workers:
         refuse("--checkpoint", f"needs --workers 0, got {args.workers} (loader workers' batches cannot be resumed)")
     return args
+
+
+def model_stem(args: argparse.Namespace) -> str:
+    """The name the model's files take in ``--out``: ``numerals`` (``.onnx``, ``.json``, ``-log.json``;
+    reader.json's ``numerals``), with ``--d6`` ``d6-numerals`` (reader.json's ``d6_numerals``): the d6
+    numeral model runs beside the numeral model, on the d6 the classifier reads unsure."""
+    return "d6-numerals" if args.d6 else "numerals"
 
 
 def is_printed_d6(die) -> bool:
@@ -365,12 +376,13 @@ def md5_of(path: Path) -> str:
 
 
 def init_classes(init: Path) -> list[str] | None:
-    """The classes of the numeral model ``init`` (its ``numerals.json`` beside it), None without one.
+    """The classes of the numeral model ``init`` (the json of its name beside it: ``numerals.json`` for
+    ``numerals.onnx``), None without one.
 
     Raises:
         SystemExit: status 2, one line naming the file, when that file is not a numeral model's settings.
     """
-    beside = init.with_name("numerals.json")
+    beside = init.with_suffix(".json")
     if not beside.is_file():
         return None
     try:
@@ -443,7 +455,7 @@ def main(argv=None) -> int:
         print(f"error: --renders: no {', '.join(NUMBERED)} dice in {', '.join(map(str, args.renders))}", file=sys.stderr)
         return 2
     # --init: every class the model read stays, whatever these renders hold
-    classes = sorted(set(bank.labels) | set(init_classes(args.init) if args.init else []), key=class_key)
+    classes = sorted(set(bank.labels) | set((init_classes(args.init) if args.init else None) or []), key=class_key)
     index = {c: i for i, c in enumerate(classes)}
     targets = np.array([index[label] for label in bank.labels])
     log(f"numerals: {len(bank)} dice on {len(train)} renders (cut in {time.time() - started:.0f} s), "
@@ -502,7 +514,8 @@ def main(argv=None) -> int:
         log(f"numerals: stopped after step {last} of {args.steps}; the same command goes on from {args.checkpoint}")
         return 0
     net = net.cpu().to(memory_format=torch.contiguous_format)
-    path = args.out / "numerals.onnx"
+    stem = model_stem(args)
+    path = args.out / f"{stem}.onnx"
     if args.float:
         export_classifier(net, path, args.crop_size)
     else:
@@ -540,11 +553,11 @@ def main(argv=None) -> int:
             + ", ".join(f"{k} {v['right']:.1%} of {v['dice']}" for k, v in valid_right.items()))
     settings = {"file": path.name, "classes": classes, "temperature": temperature,
                 "crop_size": args.crop_size, "margin": args.margin}
-    (args.out / "numerals.json").write_text(json.dumps(settings, indent=1) + "\n")
+    (args.out / f"{stem}.json").write_text(json.dumps(settings, indent=1) + "\n")
     reader_json = args.out / "reader.json"
     if reader_json.is_file():
         config = json.loads(reader_json.read_text())
-        config["numerals"] = settings
+        config[stem.replace("-", "_")] = settings
         reader_json.write_text(json.dumps(config, indent=1) + "\n")
     log_entry = {"classes": classes, "loss": [float(np.mean(losses[i : i + 100])) for i in range(0, len(losses), 100)],
                  "calib_dice": int(len(t)), "calib_right": right, "valid_right": valid_right, "temperature": temperature,
@@ -556,7 +569,7 @@ def main(argv=None) -> int:
                  # --init: the model this run went on from, and its md5
                  "init": None if args.init is None else {"file": str(args.init), "md5": md5_of(args.init)},
                  "seconds": round(time.time() - started, 1), "args": {k: str(v) for k, v in vars(args).items()}}
-    (args.out / "numerals-log.json").write_text(json.dumps(log_entry, indent=1) + "\n")
+    (args.out / f"{stem}-log.json").write_text(json.dumps(log_entry, indent=1) + "\n")
     log(f"numerals done in {time.time() - started:.0f} s; {path}")
     return 0
 

@@ -59,9 +59,11 @@
    shape, so a tray of d6 costs nothing more. The two are joined as a product of experts
    (Hinton 2002): P(face) = P(any numbered die) x m(shape) q(face) / sum m q, with m the
    classifier's shape probabilities and q the numeral model's.
-   A numeral model trained with ``--d6`` also reads d6 printed with numerals (classes ``d6:1`` ..
-   ``d6:6``, and :data:`D6_PIPS` for a d6 printed with pips): the classifier reads pips well and
-   numerals seldom surely, so a d6 it reads under the d6 threshold is read by the numeral model too,
+   The d6 numeral model (``models/d6-numerals.onnx``, when ``reader.json`` has ``d6_numerals``; trained
+   with ``numerals --d6``; none is shipped: models/history/numerals.md, "d6 printed with numerals")
+   reads d6 printed with numerals (classes ``d6:1`` .. ``d6:6``, and
+   :data:`D6_PIPS` for a d6 printed with pips): the classifier reads pips well and numerals seldom
+   surely, so a d6 it reads under the d6 threshold is read by the d6 numeral model too,
    and its faces become P(d6) x (q(face) + q(pips) x the classifier's share of the face), q the
    numeral model's d6 classes scaled to sum 1 (:func:`join_d6_numerals`): the numeral where it sees
    one, the classifier's read where it sees pips. Sure d6 cost nothing more.
@@ -907,8 +909,8 @@ class Classifier:
 
     Raises:
         FileNotFoundError: a model file is missing.
-        ValueError: no model file, a temperature that is not a positive number, or a cascade
-            outside (0, 1].
+        ValueError: no model file, a temperature that is not a positive number, a cascade
+            outside (0, 1], or a model whose scores a crop are not one per class.
     """
 
     def __init__(self, path: Path | list[Path], classes: list[str], temperature: float = 1.0, crop_size: int = 48,
@@ -921,6 +923,10 @@ class Classifier:
         self.paths = [Path(p) for p in paths]
         self.sessions = [_session(p, threads) for p in paths]
         self.classes = list(classes)
+        for p, s in zip(self.paths, self.sessions):
+            scores = {o.name: o.shape for o in s.get_outputs()}.get("logits")
+            if scores and len(scores) == 2 and isinstance(scores[1], int) and scores[1] != len(self.classes):
+                raise ValueError(f"{p} gives {scores[1]} scores a crop, its settings name {len(self.classes)} classes")
         self.temperature = float(temperature)
         self.shape_temperature = None if shape_temperature is None else float(shape_temperature)
         for name, value in (("temperature", self.temperature), ("shape_temperature", self.shape_temperature)):
@@ -1073,8 +1079,8 @@ def _lies_in(small, big, size: float = PART_SIZE, inside: float = PART_INSIDE, g
 
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
 NUMERAL_MIN = 0.02
-#: A numeral model that also reads d6 printed with numerals (``python3 -m pi_table.train.numerals --d6``) has classes
-#: ``d6:1`` .. ``d6:6`` and this one, a d6 printed with pips: no numeral to read (:func:`join_d6_numerals`).
+#: The d6 numeral model (``python3 -m pi_table.train.numerals --d6``) has classes ``d6:1`` .. ``d6:6`` and this one,
+#: a d6 printed with pips: no numeral to read (:func:`join_d6_numerals`).
 D6_PIPS = "d6:pips"
 
 
@@ -1239,8 +1245,13 @@ class DiceReader:
         #: The numeral model's classes of numbered kinds (d8, d10, d10-tens: those the classifier reads by shape
         #: alone, ``KIND:*``), joined by :func:`join_numerals`.
         self.numbered_classes = [c for c in numeral_classes if shape_class(c.split(":")[0]) in cls["classes"]]
-        #: Whether the numeral model also reads d6 printed with numerals (:data:`D6_PIPS`, :func:`join_d6_numerals`).
-        self.reads_d6_numerals = D6_PIPS in numeral_classes
+        d6n = self.config.get("d6_numerals")
+        #: The d6 numeral model (``reader.json``'s ``d6_numerals``, :func:`join_d6_numerals`), or None.
+        self.d6_numerals = (Classifier(self.models / d6n["file"], d6n["classes"], d6n["temperature"], d6n["crop_size"],
+                                       d6n["margin"], threads) if d6n else None)
+        if self.d6_numerals is not None and D6_PIPS not in self.d6_numerals.classes:
+            raise ValueError(f"{config_path}: d6_numerals reads no d6 printed with pips ({D6_PIPS!r} is not one of "
+                             f"its classes)")
         faces = direct + [c for c in self.numbered_classes if c not in direct]
         #: The classes of :meth:`classify`'s probabilities: every ``KIND:FACE`` read, then ``none``.
         self.classes = sorted(faces, key=class_key) + ["none"]
@@ -1377,20 +1388,23 @@ class DiceReader:
         out[rows] = (logits[rows] + more.sum(axis=0)) / (1 + len(views))
         return out
 
-    def _numeral_logits(self, image: np.ndarray, boxes) -> np.ndarray:
+    def _numeral_logits(self, image: np.ndarray, boxes, model: "Classifier | None" = None) -> np.ndarray:
         """The numeral model's raw scores (NxF float32) for ``boxes``, the unsure ones (best
         numeral below the numbered kinds' threshold) read again from turned views (second look).
         Averaging the four views of every numeral lifted a 1500-step numeral model's top-1 on
-        renders with held-out fonts and colours by 3 to 5 points (d8 69 -> 72%, d10 58 -> 63%)."""
-        logits = self.numerals.logits(self.numerals.crops(image, boxes))
+        renders with held-out fonts and colours by 3 to 5 points (d8 69 -> 72%, d10 58 -> 63%).
+        ``model``: another numeral model to read them with (the d6 numeral model; unsure: its best
+        class below the d6 threshold)."""
+        model = model or self.numerals
+        logits = model.logits(model.crops(image, boxes))
         if self.second_look == 1:
             return logits
-        kinds = [c.split(":")[0] for c in self.numbered_classes]
+        kinds = [c.split(":")[0] for c in self.numbered_classes] if model is self.numerals else ["d6"]
         limit = min(self.threshold_for(k) for k in kinds) if kinds else self.threshold
-        rows = np.flatnonzero(self.numerals.calibrated(logits).max(axis=1) < limit)
+        rows = np.flatnonzero(model.calibrated(logits).max(axis=1) < limit)
         if not len(rows):
             return logits
-        return self._turned_mean(self.numerals, image, [boxes[i] for i in rows], logits, rows, mirrored=False)
+        return self._turned_mean(model, image, [boxes[i] for i in rows], logits, rows, mirrored=False)
 
     def classify(self, image: np.ndarray, boxes, kinds=None, refine: int | None = None) -> tuple[list, np.ndarray]:
         """Boxes as :meth:`boxes_and_logits` moves them, and NxK float32 calibrated probabilities
@@ -1464,20 +1478,18 @@ class DiceReader:
         (:meth:`boxes_and_logits`, then the numerals joined)."""
         boxes, logits = self.boxes_and_logits(image, boxes, refine)
         p_main = self.classifier.calibrated(logits)
-        q, rows, d6_rows = None, np.zeros(0, int), np.zeros(0, int)
+        q, rows = None, np.zeros(0, int)
         if self.numerals is not None and len(boxes):
             shapes = [i for i, c in enumerate(self.classifier.classes) if c.endswith(":*")]
             rows = np.flatnonzero(p_main[:, shapes].sum(axis=1) >= NUMERAL_MIN)
-            if self.reads_d6_numerals:
-                d6_rows = self._unsure_d6(p_main)
-            read = np.union1d(rows, d6_rows)
-            if len(read):
-                q_all = self.numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in read]))
-                numbered = [self.numerals.classes.index(c) for c in self.numbered_classes]
-                q = q_all[np.searchsorted(read, rows)][:, numbered]
+            if len(rows):
+                q = self.numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in rows]))
+                q = q[:, [self.numerals.classes.index(c) for c in self.numbered_classes]]
         p = join_numerals(p_main, self.classifier.classes, q, rows, self.numbered_classes, self.classes)
+        d6_rows = self._unsure_d6(p_main) if self.d6_numerals is not None else np.zeros(0, int)
         if len(d6_rows):
-            p = join_d6_numerals(p, self.classes, q_all[np.searchsorted(read, d6_rows)], d6_rows, self.numerals.classes)
+            q6 = self.d6_numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in d6_rows], self.d6_numerals))
+            p = join_d6_numerals(p, self.classes, q6, d6_rows, self.d6_numerals.classes)
         shares = np.ones(len(p))
         if kinds is not None:
             allowed = np.array([c == "none" or c.split(":")[0] in kinds for c in self.classes])
