@@ -1129,17 +1129,23 @@ def test_an_unsure_d6_is_read_by_the_d6_numeral_model(reader, monkeypatch):
     assert classes[p[1].argmax()] == "d6:3"
 
 
-def test_a_d6_numeral_model_without_the_pips_class_is_refused(tmp_path):
-    """``d6_numerals`` naming a model that has no ``d6:pips`` class (the numeral model itself): one line, exit 2."""
+def read_with_settings(tmp_path, change) -> subprocess.CompletedProcess:
+    """``pi-table read`` of a demo photo with a copy of the shipped models whose reader.json ``change(config)``
+    has edited in place."""
     import shutil
 
     models = tmp_path / "models"
     shutil.copytree(REPO / "models", models, ignore=shutil.ignore_patterns("history"))
     config = json.loads((models / "reader.json").read_text())
-    config["d6_numerals"] = config["numerals"]
+    change(config)
     (models / "reader.json").write_text(json.dumps(config))
-    r = subprocess.run([sys.executable, "-m", "pi_table", "read", str(sorted(DEMO.glob("*.jpg"))[0]), "--models", str(models)],
-                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    return subprocess.run([sys.executable, "-m", "pi_table", "read", str(sorted(DEMO.glob("*.jpg"))[0]), "--models",
+                           str(models)], capture_output=True, text=True, timeout=60, cwd=REPO)
+
+
+def test_a_d6_numeral_model_without_the_pips_class_is_refused(tmp_path):
+    """``d6_numerals`` naming a model that has no ``d6:pips`` class (the numeral model itself): one line, exit 2."""
+    r = read_with_settings(tmp_path, lambda config: config.update(d6_numerals=config["numerals"]))
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "d6_numerals reads no d6 printed with pips ('d6:pips' is not one of its classes)" in r.stderr
 
@@ -1147,15 +1153,7 @@ def test_a_d6_numeral_model_without_the_pips_class_is_refused(tmp_path):
 def test_a_model_whose_scores_are_not_one_per_class_is_refused(tmp_path):
     """A numeral model file swapped under settings naming other classes (a model trained into a folder whose
     reader.json still names the old model's): one line naming the file, exit 2, not a silent misread."""
-    import shutil
-
-    models = tmp_path / "models"
-    shutil.copytree(REPO / "models", models, ignore=shutil.ignore_patterns("history"))
-    config = json.loads((models / "reader.json").read_text())
-    config["numerals"]["classes"] = config["numerals"]["classes"][:-1]
-    (models / "reader.json").write_text(json.dumps(config))
-    r = subprocess.run([sys.executable, "-m", "pi_table", "read", str(sorted(DEMO.glob("*.jpg"))[0]), "--models", str(models)],
-                       capture_output=True, text=True, timeout=60, cwd=REPO)
+    r = read_with_settings(tmp_path, lambda config: config["numerals"]["classes"].pop())
     assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert "numerals.onnx gives 28 scores a crop, its settings name 27 classes" in r.stderr
 
