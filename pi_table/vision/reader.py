@@ -1361,14 +1361,16 @@ class DiceReader:
         """Indices of the rows of the classifier's NxC raw scores that are unsure dice: the best
         class that is a die is below its :meth:`shape_threshold` and ``none`` is below
         :attr:`none_threshold`."""
-        if len(logits) == 0:
-            return np.zeros(0, int)
-        p = self.classifier.calibrated(logits)
+        return self._unsure_in(self.classifier.calibrated(logits))[0] if len(logits) else np.zeros(0, int)
+
+    def _unsure_in(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_unsure_rows` of the classifier's NxC calibrated probabilities ``p``, and per row of
+        ``p`` its best class that is a die (N class indices)."""
         none = self.classifier.classes.index("none")
         limits = np.array([self.shape_threshold(c) for c in self.classifier.classes])
         dice = np.delete(np.arange(p.shape[1]), none)
         best = dice[p[:, dice].argmax(axis=1)]
-        return np.flatnonzero((p[np.arange(len(p)), best] < limits[best]) & (p[:, none] < self.none_threshold))
+        return np.flatnonzero((p[np.arange(len(p)), best] < limits[best]) & (p[:, none] < self.none_threshold)), best
 
     def _turned_mean(self, model: "Classifier", image: np.ndarray, boxes, logits: np.ndarray, rows,
                      mirrored: bool = True) -> np.ndarray:
@@ -1436,17 +1438,13 @@ class DiceReader:
         return boxes, p, shares
 
     def _unsure_d6(self, p_main: np.ndarray) -> np.ndarray:
-        """Indices of the rows of the classifier's NxC calibrated probabilities whose best class that is
-        a die is a d6 face under the d6 threshold, with ``none`` under :attr:`none_threshold`: the d6
-        the numeral model is asked about (:func:`join_d6_numerals`; a d6 printed with numerals is one
-        the classifier, a reader of pips, seldom reads surely)."""
-        classes = self.classifier.classes
-        none = classes.index("none")
-        dice = np.array([i for i in range(len(classes)) if i != none])
-        best = dice[p_main[:, dice].argmax(axis=1)] if len(p_main) else np.zeros(0, int)
-        is_d6 = np.array([c.startswith("d6:") for c in classes])
-        return np.flatnonzero(is_d6[best] & (p_main[np.arange(len(p_main)), best] < self.threshold_for("d6"))
-                              & (p_main[:, none] < self.none_threshold))
+        """Indices of the rows of the classifier's NxC calibrated probabilities that are unsure dice
+        (:meth:`_unsure_rows`) whose best class is a d6 face: the d6 the d6 numeral model is asked about
+        (:func:`join_d6_numerals`; a d6 printed with numerals is one the classifier, a reader of pips,
+        seldom reads surely)."""
+        rows, best = self._unsure_in(p_main)
+        is_d6 = np.array([c.startswith("d6:") for c in self.classifier.classes])
+        return rows[is_d6[best[rows]]]
 
     def _unsure_numbered(self, p: np.ndarray) -> np.ndarray:
         """Indices of the rows of ``p`` (NxK probabilities over :attr:`classes`) whose best face is one
