@@ -1114,23 +1114,34 @@ def trained_norms(net) -> None:
                 m.bias.uniform_(-0.2, 0.2)
 
 
+def exported_numeral_net(path, classes: int):
+    """A small NumeralNet (channels 8-16-24-32, seed 0, batch norms as if trained) reading ``classes``
+    classes, exported as a float model to ``path``; the net (eval mode), 64 random 48x48 crops and its
+    scores for them (64 x ``classes``)."""
+    import torch
+
+    from pi_table.train.nets import NumeralNet, export_classifier
+
+    torch.manual_seed(0)
+    source = NumeralNet(classes, channels=(8, 16, 24, 32))
+    trained_norms(source)
+    source.eval()
+    crops = torch.from_numpy(np.random.default_rng(0).random((64, 3, 48, 48), dtype=np.float32))
+    with torch.no_grad():
+        want = source(crops).numpy()
+    export_classifier(source, path, 48)
+    return source, crops, want
+
+
 def test_warm_start_gives_back_the_exported_numeral_model(tmp_path):
     """``nets.warm_start`` unfolds an exported model's batch norms: a fresh net started from the
     float file reads its crops as the net that wrote it did, in eval mode; from the int8 file it
     keeps the top class of nearly every crop; a net of another width is refused, naming the layer."""
     torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
     pytest.importorskip("onnxruntime")
-    from pi_table.train.nets import NumeralNet, export_classifier, export_int8, warm_start
+    from pi_table.train.nets import NumeralNet, export_int8, warm_start
 
-    torch.manual_seed(0)
-    source = NumeralNet(28, channels=(8, 16, 24, 32))
-    trained_norms(source)
-    source.eval()
-    rng = np.random.default_rng(0)
-    crops = torch.from_numpy(rng.random((64, 3, 48, 48), dtype=np.float32))
-    with torch.no_grad():
-        want = source(crops).numpy()
-    export_classifier(source, tmp_path / "float.onnx", 48)
+    source, crops, want = exported_numeral_net(tmp_path / "float.onnx", 28)
     export_int8(source, tmp_path / "int8.onnx", 48, [crops[i : i + 16].numpy() for i in range(0, 64, 16)])
 
     for name, close in (("float.onnx", True), ("int8.onnx", False)):
@@ -1162,16 +1173,9 @@ def test_warm_start_into_a_net_with_more_classes_keeps_the_files_classes(tmp_pat
     are refused."""
     torch = pytest.importorskip("torch", reason="training needs PyTorch (optional extra `train`)")
     pytest.importorskip("onnxruntime")
-    from pi_table.train.nets import NumeralNet, export_classifier, warm_start
+    from pi_table.train.nets import NumeralNet, warm_start
 
-    torch.manual_seed(0)
-    source = NumeralNet(5, channels=(8, 16, 24, 32))
-    trained_norms(source)
-    source.eval()
-    crops = torch.from_numpy(np.random.default_rng(0).random((64, 3, 48, 48), dtype=np.float32))
-    with torch.no_grad():
-        want = source(crops).numpy()
-    export_classifier(source, tmp_path / "float.onnx", 48)
+    source, crops, want = exported_numeral_net(tmp_path / "float.onnx", 5)
     rows = [1, 2, 4, 5, 6]  # the file's five classes; rows 0 and 3 are new
     torch.manual_seed(1)
     net = NumeralNet(7, channels=(8, 16, 24, 32))

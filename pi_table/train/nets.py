@@ -415,27 +415,25 @@ def warm_start(net: nn.Module, path: Path, crops: torch.Tensor, fc_rows: list[in
     for i, (conv, (w, _)) in enumerate(zip(convs, layers)):
         if tuple(w.shape) != tuple(conv.weight.shape):
             raise ValueError(f"{path}: layer {i} has weights {tuple(w.shape)}, the net {tuple(conv.weight.shape)}")
-    fc_shape = tuple(weights[-1][0].shape)
-    wanted = tuple(fc.weight.shape) if fc is not None else None
-    if fc is not None and fc_rows is not None:
-        wanted = (len(fc_rows), fc.weight.shape[1])
-        if len(set(fc_rows)) != len(fc_rows) or not all(0 <= r < fc.weight.shape[0] for r in fc_rows):
-            raise ValueError(f"fc_rows {fc_rows} are not distinct rows of the net's {fc.weight.shape[0]}")
-    if fc is not None and fc_rows is not None and fc_shape[0] != len(fc_rows):
-        raise ValueError(f"{path}: fc gives {fc_shape[0]} scores, {len(fc_rows)} classes named for them")
-    if fc is not None and fc_shape != wanted:
-        raise ValueError(f"{path}: fc has weights {fc_shape}, the net {wanted}")
+    if fc is not None:
+        fc_shape, out = tuple(weights[-1][0].shape), fc.weight.shape[0]
+        if fc_rows is not None:
+            if len(set(fc_rows)) != len(fc_rows) or not all(0 <= r < out for r in fc_rows):
+                raise ValueError(f"fc_rows {fc_rows} are not distinct rows of the net's {out}")
+            if fc_shape[0] != len(fc_rows):
+                raise ValueError(f"{path}: fc gives {fc_shape[0]} scores, {len(fc_rows)} classes named for them")
+        wanted = (out if fc_rows is None else len(fc_rows), fc.weight.shape[1])
+        if fc_shape != wanted:
+            raise ValueError(f"{path}: fc has weights {fc_shape}, the net {wanted}")
     was_training = net.training
     outputs: dict = {}
     hooks = [conv.register_forward_hook(lambda m, _, out: outputs.__setitem__(m, out.detach())) for conv in convs]
     with torch.no_grad():
-        if fc is not None and fc_rows is None:
-            fc.weight.copy_(torch.from_numpy(weights[-1][0]))
-            fc.bias.copy_(torch.from_numpy(weights[-1][1]))
-        elif fc is not None:
+        if fc is not None:  # the file's rows where they go; a new class's row keeps its fresh weights
+            rows = list(range(fc.weight.shape[0])) if fc_rows is None else list(fc_rows)
             fc.bias.fill_(float(np.mean(weights[-1][1])))
-            fc.weight[fc_rows] = torch.from_numpy(weights[-1][0])
-            fc.bias[fc_rows] = torch.from_numpy(weights[-1][1])
+            fc.weight[rows] = torch.from_numpy(weights[-1][0])
+            fc.bias[rows] = torch.from_numpy(weights[-1][1])
         for conv, (w, b) in zip(convs, layers):  # the layers with no batch norm first: the file's as they are
             if id(conv) not in norm_of:
                 conv.weight.copy_(torch.from_numpy(w))

@@ -28,9 +28,9 @@ run again goes on from FILE. Every random stream is saved but OpenCV's (the came
 ``--d6`` trains the d6 numeral model, a second model beside the first: the renders' d6 (their meta says
 how each is printed) train classes ``d6:1`` .. ``d6:6`` for numerals and one class, ``d6:pips``, for pips
 (no numeral to read), beside the numbered classes; the reader asks it about the d6 its classifier reads
-unsure (:func:`pi_table.vision.reader.join_d6_numerals`). Shipped as a fine-tune of the numeral model
-(``--init models/numerals.onnx``): one model for both lost tens dice (models/history/numerals.md,
-"d6 printed with numerals").
+unsure (:func:`pi_table.vision.reader.join_d6_numerals`). None is shipped: tried as a fine-tune of the
+numeral model (``--init models/numerals.onnx``), as one model for both (it lost tens dice) and beside it
+(models/history/numerals.md, "d6 printed with numerals").
 ``--oversample d6:pips=W`` draws the pip d6, most of a render's d6, less often.
 
 ``--init MODEL`` starts from a numeral model this trainer wrote (e.g. the shipped one) instead of fresh
@@ -54,11 +54,10 @@ import numpy as np
 from pi_table.cli import Parser
 from pi_table.train import int_list, one_cycle, refuse, refuse_bad_options, refuse_bad_out, refuse_smoke_over_models
 from pi_table.vision.dataset import is_calib_render
+from pi_table.vision.reader import D6_PIPS  # with --d6, the class of a d6 printed with pips
 
 #: Die kinds read by numeral rather than by pips.
 NUMBERED: tuple[str, ...] = ("d8", "d10", "d10-tens")
-#: With ``--d6``, the class of a d6 printed with pips (the reader's ``pi_table.vision.reader.D6_PIPS``).
-D6_PIPS = "d6:pips"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -106,8 +105,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--init", type=Path, default=None,
                    help="start from this numeral model (an ONNX file this trainer wrote, int8 or float, e.g. "
                         "models/numerals.onnx) instead of fresh weights: a warm restart, the one-cycle schedule run "
-                        "again from it (nets.warm_start); its numerals.json beside it must name the same classes, "
-                        "or some of them (with --d6 from a model without d6: the new classes start fresh)")
+                        "again from it (nets.warm_start); every class its json beside it names stays, and classes "
+                        "these renders add (--d6 from a model without d6) start fresh")
     p.add_argument("--d6", action="store_true",
                    help="train the d6 numeral model (d6-numerals.onnx, reader.json's d6_numerals): the renders' d6 "
                         "printed with numerals train classes d6:1..d6:6, those printed with pips one class d6:pips "
@@ -166,9 +165,10 @@ def model_stem(args: argparse.Namespace) -> str:
     return "d6-numerals" if args.d6 else "numerals"
 
 
-def is_printed_d6(die) -> bool:
-    """Whether ``die`` (LabelledDie) is a render's d6 whose printing (pips or numerals) is known."""
-    return die.kind == "d6" and die.printing in ("pips", "numerals")
+def reads(die, d6: bool) -> bool:
+    """Whether the numeral model trains on and is scored on ``die`` (LabelledDie): a numbered die, or
+    with ``d6`` (``--d6``) a render's d6 whose printing (pips or numerals) is known."""
+    return die.kind in NUMBERED or (d6 and die.kind == "d6" and die.printing in ("pips", "numerals"))
 
 
 def numeral_label(die) -> str:
@@ -344,11 +344,11 @@ def fit_temperature(logits: np.ndarray, targets: np.ndarray) -> float:
 
 def numeral_logits(model, images, index: dict, load, d6: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The numeral ``model``'s NxF float32 logits for every numbered die of ``images`` at its
-    labelled box (with ``d6``, every printed d6 too, :func:`numeral_label`'s class), and N class
+    labelled box (with ``d6``, every printed d6 too, :func:`reads`; :func:`numeral_label`'s class), and N class
     indices (dice of a class the model lacks are left out)."""
     z, t = [], []
     for im in images:
-        dice = [d for d in im.dice if d.kind in NUMBERED or (d6 and is_printed_d6(d))]
+        dice = [d for d in im.dice if reads(d, d6)]
         if dice:
             z.append(model.logits(model.crops(load(im.path), [d.box for d in dice])))
             t += [index.get(numeral_label(d), -1) for d in dice]
@@ -387,16 +387,18 @@ def init_classes(init: Path) -> list[str] | None:
         return None
     try:
         theirs = json.loads(beside.read_text())["classes"]
+        named = isinstance(theirs, list) and theirs and all(isinstance(c, str) for c in theirs)
     except (ValueError, KeyError, TypeError):
-        refuse("--init", f"{beside} names no classes")
-    if not isinstance(theirs, list) or not theirs or not all(isinstance(c, str) for c in theirs):
+        named = False
+    if not named:
         refuse("--init", f"{beside} names no classes")
     return theirs
 
 
-def warm_from(net, args: argparse.Namespace, bank, classes: list[str]) -> None:
-    """``--init``: start ``net`` from the model ``args.init`` (:func:`pi_table.train.nets.warm_start`),
-    its batch norms set from 512 training crops cut and augmented as training cuts them (their own
+def warm_from(net, args: argparse.Namespace, bank, classes: list[str], theirs: list[str] | None) -> None:
+    """``--init``: start ``net`` (reading ``classes``) from the model ``args.init``
+    (:func:`pi_table.train.nets.warm_start`), whose classes are ``theirs`` (:func:`init_classes`: all
+    among ``classes``; None when its json is not beside it: taken to be ``classes``), its batch norms set from 512 training crops cut and augmented as training cuts them (their own
     generator, seeded ``(seed, 1)``, so the training's stream is the same as without ``--init``).
 
     Raises:
@@ -409,7 +411,6 @@ def warm_from(net, args: argparse.Namespace, bank, classes: list[str]) -> None:
     from pi_table.train.__main__ import log
     from pi_table.train.nets import warm_start
 
-    theirs = init_classes(args.init)  # main's classes hold them all: new ones (--d6) start fresh
     rows = None if theirs is None or theirs == classes else [classes.index(c) for c in theirs]
     rng = np.random.default_rng([args.seed, 1])
     crops = training_crops(bank, rng.integers(0, len(bank), 512), rng, args)
@@ -449,13 +450,13 @@ def main(argv=None) -> int:
     # Each die cut once at twice its box, its die as many pixels across as the crops will have.
     bank_margin = 2.0
     side = int(round(args.crop_size * bank_margin / args.margin))
-    bank = D.CropBank.cut(train, lambda d: d.kind in NUMBERED or (args.d6 and is_printed_d6(d)), side, bank_margin,
-                          label=numeral_label)
+    bank = D.CropBank.cut(train, lambda d: reads(d, args.d6), side, bank_margin, label=numeral_label)
     if not len(bank):
         print(f"error: --renders: no {', '.join(NUMBERED)} dice in {', '.join(map(str, args.renders))}", file=sys.stderr)
         return 2
-    # --init: every class the model read stays, whatever these renders hold
-    classes = sorted(set(bank.labels) | set((init_classes(args.init) if args.init else None) or []), key=class_key)
+    # --init: every class the model read stays, whatever these renders hold; new ones (--d6) start fresh
+    init = init_classes(args.init) if args.init else None
+    classes = sorted(set(bank.labels) | set(init or []), key=class_key)
     index = {c: i for i, c in enumerate(classes)}
     targets = np.array([index[label] for label in bank.labels])
     log(f"numerals: {len(bank)} dice on {len(train)} renders (cut in {time.time() - started:.0f} s), "
@@ -473,7 +474,7 @@ def main(argv=None) -> int:
     net = NumeralNet(len(classes), channels=args.channels, colour=not args.grey_only)
     resumed = load_checkpoint(args.checkpoint, args) if args.checkpoint else None
     if args.init is not None and not resumed:
-        warm_from(net, args, bank, classes)
+        warm_from(net, args, bank, classes, init)
     net = net.to(args.device)
     layout = torch.channels_last if args.channels_last else torch.contiguous_format
     net = net.to(memory_format=layout)
