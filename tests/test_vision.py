@@ -1051,9 +1051,10 @@ def test_join_numerals_is_a_product_of_the_two_models():
 
 
 def test_join_d6_numerals_mixes_the_numeral_read_and_the_classifiers():
-    """An unsure d6's faces: D x (q(face) + q(pips) x the classifier's share), q the numeral model's d6
-    classes scaled to sum 1: a numeral read surely decides, pips leave the classifier's read; the d6
-    mass, the other classes and the rows not asked stay as they were."""
+    """An unsure d6's faces: D x (q(face) + (1 - the numerals' q) x the classifier's share): a numeral read
+    surely decides; pips, and a numbered die's numeral (the numeral model sees a face, the classifier the
+    die's shape), leave the classifier's read; the d6 mass, the other classes and the rows not asked stay
+    as they were."""
     from pi_table.vision.reader import D6_PIPS, join_d6_numerals
 
     classes = ["d6:1", "d6:2", "d6:3", "d8:1", "none"]
@@ -1061,11 +1062,11 @@ def test_join_d6_numerals_mixes_the_numeral_read_and_the_classifiers():
     p = np.array([[0.5, 0.1, 0.2, 0.1, 0.1],     # not asked
                   [0.5, 0.1, 0.2, 0.1, 0.1],     # read as a numeral "2"
                   [0.5, 0.1, 0.2, 0.1, 0.1]])    # pips
-    q = np.array([[0.0, 0.02, 0.88, 0.0, 0.1],   # its d8:1 left out: d6 classes scaled by 1 / 0.9
+    q = np.array([[0.0, 0.02, 0.88, 0.0, 0.1],   # its d8:1's 0.1 leaves the classifier's read, as pips do
                   [0.9, 0.0, 0.0, 0.0, 0.1]])
     out = join_d6_numerals(p, classes, q, np.array([1, 2]), numeral_classes)
     assert out[0].tolist() == p[0].tolist()
-    np.testing.assert_allclose(out[1, :3], 0.8 * np.array([0.02, 0.88, 0.0]) / 0.9)
+    np.testing.assert_allclose(out[1, :3], 0.8 * np.array([0.02, 0.88, 0.0]) + 0.1 * np.array([0.5, 0.1, 0.2]))
     np.testing.assert_allclose(out[2, :3], p[2, :3])
     np.testing.assert_allclose(out[:, 3:], p[:, 3:])
     np.testing.assert_allclose(out.sum(axis=1), 1.0)
@@ -1074,10 +1075,11 @@ def test_join_d6_numerals_mixes_the_numeral_read_and_the_classifiers():
 
 
 def test_an_unsure_d6_is_read_by_the_d6_numeral_model(reader, monkeypatch):
-    """With a d6 numeral model (``reader.json``'s ``d6_numerals``), a d6 the classifier reads under the d6
-    threshold is read by it too (a numeral "4" decides, pips leave the classifier's read); a sure d6 and
-    a box the classifier calls ``none`` are not asked; numbered dice are read by the numeral model as
-    before, and the reader's classes gain nothing."""
+    """With a d6 numeral model (``reader.json``'s ``d6_numerals``), a read that asks for it
+    (:meth:`_with_d6_numerals`'s) has a d6 the classifier reads under the d6 threshold read by it too (a
+    numeral "4" decides, pips leave the classifier's read); a sure d6 and a box the classifier calls
+    ``none`` are not asked; numbered dice are read by the numeral model as before, and the reader's classes
+    gain nothing. A first read does not ask it."""
     from pi_table.vision.reader import D6_PIPS
 
     main = reader.classifier.classes
@@ -1116,7 +1118,11 @@ def test_an_unsure_d6_is_read_by_the_d6_numeral_model(reader, monkeypatch):
     monkeypatch.setattr(reader, "numerals", numerals)
     monkeypatch.setattr(reader, "d6_numerals", d6)
     monkeypatch.setattr(reader, "second_look", 1)
-    _, p, _ = reader._joined(None, boxes, None, None)
+    _, first, _ = reader._joined(None, boxes, None, None)
+    assert d6.asked == [] and numerals.asked == [30.0]
+    assert reader.classes[first[1].argmax()] == "d6:3"
+    numerals.asked = []
+    _, p, _ = reader._joined(None, boxes, None, None, True)
     assert d6.asked == [10.0, 20.0] and numerals.asked == [30.0]  # not the sure d6, nor the none
     classes = reader.classes
     assert classes == classes_before
@@ -1125,8 +1131,46 @@ def test_an_unsure_d6_is_read_by_the_d6_numeral_model(reader, monkeypatch):
     assert classes[p[3].argmax()] == "d8:7" and classes[p[0].argmax()] == "d6:3" and p[0].max() == np.float32(0.99)
     assert classes[p[4].argmax()] == "none"
     monkeypatch.setattr(reader, "d6_numerals", None)  # none shipped: the unsure d6 keep the classifier's read
-    _, p, _ = reader._joined(None, boxes, None, None)
+    _, p, _ = reader._joined(None, boxes, None, None, True)
     assert classes[p[1].argmax()] == "d6:3"
+
+
+def test_the_d6_numeral_model_reads_again_only_the_dice_left_unreadable_d6(reader, monkeypatch):
+    """:meth:`_with_d6_numerals`: after the parts are joined, each d6 under the d6 threshold (whatever
+    threshold the caller reads at: ``pi-table eval`` reads at 0) is read again at its box (no box moves, the
+    d6 numeral model asked) and takes that read only when it is a sure d6, keeping its box; sure dice,
+    cocked dice and other kinds are not read again; without the model nothing is."""
+    from dataclasses import replace
+
+    from pi_table.vision.dice import Die
+
+    def die(kind, face, status, x):
+        return Die(kind, face, int(face or 0), (x, 0.0, x + 8, 8.0), 0.99 if status == "ok" else 0.5, status, 0.5)
+
+    dice = [die("d6", "3", "ok", 0.0), die("d6", "", "unreadable", 10.0), die("d6", "", "unreadable", 20.0),
+            die("d8", "", "unreadable", 30.0), die("d6", "", "cocked", 40.0), die("d6", "", "unreadable", 50.0)]
+    again = {10.0: die("d6", "4", "ok", 11.0), 20.0: die("d6", "", "unreadable", 21.0), 50.0: die("d8", "2", "ok", 51.0)}
+    asked = []
+
+    def reread(image, boxes, kinds, crop_mode, threshold=None, refine=None, d6_numerals=False):
+        asked.append((boxes[0][0], crop_mode, refine, d6_numerals))
+        return [again[boxes[0][0]]]
+
+    monkeypatch.setattr(reader, "_dice", reread)
+    monkeypatch.setattr(reader, "d6_numerals", None)
+    assert reader._with_d6_numerals(None, dice, None, False, None) == dice and asked == []
+    monkeypatch.setattr(reader, "d6_numerals", object())
+    out = reader._with_d6_numerals(None, dice, None, True, None)
+    assert asked == [(10.0, True, 0, True), (20.0, True, 0, True), (50.0, True, 0, True)]
+    assert out[1].face == "4" and out[1].status == "ok" and out[1].box == dice[1].box
+    assert out[:1] + out[2:] == dice[:1] + dice[2:]  # unsure again, or read as another kind: as it was
+    # read at threshold 0 (as pi-table eval reads), an unsure d6 is "ok" with its best face: asked all the same
+    at_zero = [replace(d, face="3", status="ok") if d.status == "unreadable" else d for d in dice]
+    again[20.0] = replace(again[20.0], face="3", status="ok")
+    asked.clear()
+    out = reader._with_d6_numerals(None, at_zero, None, False, 0.0)
+    assert [a[0] for a in asked] == [10.0, 20.0, 50.0]
+    assert out[1].face == "4" and out[:1] + out[2:] == at_zero[:1] + at_zero[2:]
 
 
 def read_with_settings(tmp_path, change) -> subprocess.CompletedProcess:
@@ -1253,7 +1297,7 @@ def test_an_unsure_numbered_die_is_read_again_from_the_placed_box(reader, monkey
              (60, 0, 70, 10): ("d8:5", 0.9)}
     calls = []
 
-    def joined(image, boxes, kinds, refine):
+    def joined(image, boxes, kinds, refine, d6_numerals=False):
         calls.append(([tuple(b) for b in boxes], refine))
         if refine is None or refine == 2:  # a first read (or a crop's): each box placed 1 pixel right
             placed = [(b[0] + 1, b[1], b[2] + 1, b[3]) for b in boxes]

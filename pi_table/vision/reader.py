@@ -63,10 +63,13 @@
    with ``numerals --d6``; none is shipped: models/history/numerals.md, "d6 printed with numerals")
    reads d6 printed with numerals (classes ``d6:1`` .. ``d6:6``, and
    :data:`D6_PIPS` for a d6 printed with pips): the classifier reads pips well and numerals seldom
-   surely, so a d6 it reads under the d6 threshold is read by the d6 numeral model too,
-   and its faces become P(d6) x (q(face) + q(pips) x the classifier's share of the face), q the
-   numeral model's d6 classes scaled to sum 1 (:func:`join_d6_numerals`): the numeral where it sees
-   one, the classifier's read where it sees pips. Sure d6 cost nothing more.
+   surely, so a d6 left ``unreadable`` once the parts of one die are joined and dropped (at the end of
+   :meth:`DiceReader.read`, or of :meth:`DiceReader.read_crop` for its one die) is read again at
+   its box with the d6 numeral model too, and its faces become P(d6) x (q(face) + r x the classifier's
+   share of the face), r the rest of q (:func:`join_d6_numerals`): the numeral where it sees a d6's, the
+   classifier's read where it sees pips or a numbered die's numeral. The die takes that read only when it
+   is a sure d6 (:meth:`DiceReader._with_d6_numerals`). Asked earlier, it read parts of numbered dice (their
+   numerals) as sure d6, which then were never joined. Sure dice cost nothing more.
 
 4. **Second look** (``reader.json``'s ``second_look``, views per unsure die): a die whose
    best class is below its kind's threshold (a numbered shape's: its kinds', as
@@ -1124,14 +1127,16 @@ def join_d6_numerals(p: np.ndarray, classes: list[str], q: np.ndarray, rows, num
 
     Args:
         p: NxK float probabilities; its d6 faces (``d6:1`` .. ``d6:6``) sum to D, the chance of a d6.
-        q: RxF float probabilities over ``numeral_classes`` for the boxes ``rows`` (R indices into N);
-            of those classes, the d6 ones (``d6:1`` .. ``d6:6`` and :data:`D6_PIPS`) are used, scaled
-            to sum 1 (the chance of each given a d6).
+        q: RxF float probabilities over ``numeral_classes`` for the boxes ``rows`` (R indices into N),
+            which must hold :data:`D6_PIPS` (else ``p`` is returned as it was).
 
     Returns:
-        NxK float64: for each of ``rows``, ``d6:F`` gets D x (q(``d6:F``) + q(pips) x c(F)), c(F) the
-        classifier's share of D on face F: a mixture, the numeral read where the face is a numeral and
-        the classifier's where it is pips; D and every other class as they were. Other rows unchanged.
+        NxK float64: for each of ``rows``, ``d6:F`` gets D x (q(``d6:F``) + r x c(F)), r the rest of q
+        (:data:`D6_PIPS` and the numbered dice' numerals) and c(F) the classifier's share of D on face F:
+        a mixture, the numeral read where the face is a d6's numeral and the classifier's where it is pips,
+        or a numeral the numeral model takes for a numbered die's (it sees one face, the classifier the
+        die's shape; models/history/numerals.md, "d6 printed with numerals"). D and every other class as
+        they were. Other rows unchanged.
     """
     out = np.array(p, np.float64)
     faces = [c for c in classes if c.startswith("d6:")]
@@ -1139,17 +1144,15 @@ def join_d6_numerals(p: np.ndarray, classes: list[str], q: np.ndarray, rows, num
         return out
     cols = [classes.index(c) for c in faces]
     q = np.asarray(q, np.float64)
-    pips = q[:, numeral_classes.index(D6_PIPS)]
     numerals = np.stack([q[:, numeral_classes.index(c)] if c in numeral_classes else np.zeros(len(rows))
                          for c in faces], axis=1)  # R x faces
-    total = pips + numerals.sum(axis=1)
-    ok = total > 0
-    pips = np.where(ok, pips / np.where(ok, total, 1.0), 1.0)
-    numerals = numerals / np.where(ok, total, 1.0)[:, None]
+    total = q.sum(axis=1)
+    numerals = numerals / np.where(total > 0, total, 1.0)[:, None]
+    rest = 1.0 - numerals.sum(axis=1)  # pips, and any numbered die's numeral
     d6 = out[np.ix_(rows, cols)]
     mass = d6.sum(axis=1, keepdims=True)
     share = d6 / np.where(mass > 0, mass, 1.0)
-    out[np.ix_(rows, cols)] = mass * (numerals + pips[:, None] * share)
+    out[np.ix_(rows, cols)] = mass * (numerals + rest[:, None] * share)
     return out
 
 
@@ -1415,7 +1418,8 @@ class DiceReader:
         boxes, p, _ = self._classify(image, boxes, kinds, refine)
         return boxes, p
 
-    def _classify(self, image: np.ndarray, boxes, kinds, refine: int | None) -> tuple[list, np.ndarray, np.ndarray]:
+    def _classify(self, image: np.ndarray, boxes, kinds, refine: int | None,
+                  d6_numerals: bool = False) -> tuple[list, np.ndarray, np.ndarray]:
         """:meth:`classify`'s boxes and probabilities, and per box the share of its die probability
         (all but ``none``) that lay in ``kinds`` before the others were zeroed (1.0 without ``kinds``).
 
@@ -1426,12 +1430,13 @@ class DiceReader:
         and the numeral model is more sensitive to where its crop is cut (models/history/numerals.md,
         "Unsure numerals cut again"). Each such read is :data:`NUMBERED_RECUT` classifier passes, the
         box moved by each, before the numerals are read."""
-        boxes, p, shares = self._joined(image, boxes, kinds, refine)
+        boxes, p, shares = self._joined(image, boxes, kinds, refine, d6_numerals)
         for _ in range(self.refine_unsure if refine is None and self.numerals is not None else 0):
             rows = self._unsure_numbered(p)
             if not len(rows):
                 break
-            again, p_again, shares_again = self._joined(image, [boxes[i] for i in rows], kinds, NUMBERED_RECUT)
+            again, p_again, shares_again = self._joined(image, [boxes[i] for i in rows], kinds, NUMBERED_RECUT,
+                                                        d6_numerals)
             boxes, p, shares = list(boxes), p.copy(), shares.copy()
             for j, i in enumerate(rows):
                 boxes[i], p[i], shares[i] = again[j], p_again[j], shares_again[j]
@@ -1471,7 +1476,8 @@ class DiceReader:
         shares = (faces[np.arange(len(faces)), best] / np.where(totals > 0, totals, 1)).astype(np.float64)
         return best, shares, not_die, totals
 
-    def _joined(self, image: np.ndarray, boxes, kinds, refine: int | None) -> tuple[list, np.ndarray, np.ndarray]:
+    def _joined(self, image: np.ndarray, boxes, kinds, refine: int | None,
+                d6_numerals: bool = False) -> tuple[list, np.ndarray, np.ndarray]:
         """:meth:`_classify`'s boxes, probabilities and shares from one read of ``boxes``
         (:meth:`boxes_and_logits`, then the numerals joined)."""
         boxes, logits = self.boxes_and_logits(image, boxes, refine)
@@ -1484,7 +1490,7 @@ class DiceReader:
                 q = self.numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in rows]))
                 q = q[:, [self.numerals.classes.index(c) for c in self.numbered_classes]]
         p = join_numerals(p_main, self.classifier.classes, q, rows, self.numbered_classes, self.classes)
-        d6_rows = self._unsure_d6(p_main) if self.d6_numerals is not None else np.zeros(0, int)
+        d6_rows = self._unsure_d6(p_main) if d6_numerals and self.d6_numerals is not None else np.zeros(0, int)
         if len(d6_rows):
             q6 = self.d6_numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in d6_rows], self.d6_numerals))
             p = join_d6_numerals(p, self.classes, q6, d6_rows, self.d6_numerals.classes)
@@ -1514,12 +1520,15 @@ class DiceReader:
         p = self.cocked.calibrated(self.cocked.logits(crops))
         return p[:, self.cocked.classes.index("cocked")]
 
-    def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None) -> list[Die]:
+    def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None,
+              refine: int | None = None, d6_numerals: bool = False) -> list[Die]:
         """The dice in ``boxes`` of ``image`` (HxWx3 uint8 BGR): read, unreadable or cocked; with
         ``kinds``, a box whose die probability lies mostly (all but :data:`OTHER_KIND`) in kinds left
         out is left out too, or, in a crop (``crop_mode``), reported ``unreadable``: the kinds
         restriction scales the rest back up, which read such a die surely as a kind it is not."""
-        boxes, probs, shares_in_kinds = self._classify(image, boxes, kinds, CROP_PASSES if crop_mode else None)
+        if refine is None:
+            refine = CROP_PASSES if crop_mode else None
+        boxes, probs, shares_in_kinds = self._classify(image, boxes, kinds, refine, d6_numerals)
         classes = self.classes
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
         dice = []
@@ -1687,9 +1696,30 @@ class DiceReader:
             dice = self._with_parts_joined(image, dice, kinds, threshold)
         dice = self._without_parts(dice, NEST_SIZE, NEST_INSIDE)  # second boxes on one die
         dice = self._without_parts(dice, RIM_SIZE, RIM_INSIDE, RIM_GROW)  # parts at a die's rim
+        dice = self._with_d6_numerals(image, dice, kinds, False, threshold)
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
+
+    def _with_d6_numerals(self, image: np.ndarray, dice: list[Die], kinds, crop_mode: bool,
+                          threshold: float | None) -> list[Die]:
+        """``dice`` (read from ``image``, HxWx3 uint8 BGR) with each d6 not surely read (under the d6
+        threshold in ``reader.json``, whatever ``threshold`` the caller reads at, as :meth:`_unsure`; not
+        cocked) read again at its box with the d6 numeral model too (``reader.json``'s ``d6_numerals``;
+        :func:`join_d6_numerals`), and replaced by that read (reported at ``threshold``, as :meth:`read`
+        takes it) where it is a d6 read surely, not cocked. Asked last, after the parts of one die are joined and dropped: a part of a numbered die (a
+        numeral) read surely as a d6 would not be joined into its die (models/history/numerals.md, "d6
+        printed with numerals"). Costs nothing without the model or an unreadable d6."""
+        if self.d6_numerals is None:
+            return dice
+        out = list(dice)
+        for i, die in enumerate(dice):
+            if die.kind != "d6" or die.status == "cocked" or not self._unsure(die):
+                continue
+            again = self._dice(image, [die.box], kinds, crop_mode, threshold, refine=0, d6_numerals=True)
+            if again and again[0].kind == "d6" and again[0].status != "cocked" and not self._unsure(again[0]):
+                out[i] = replace(again[0], box=die.box)
+        return out
 
     def _unsure(self, die: Die) -> bool:
         """Whether ``die`` is not surely read: cocked, or below its kind's threshold in ``reader.json``
@@ -1832,8 +1862,9 @@ class DiceReader:
             again = self._crowded_crop_read(image, dice[0], kinds, threshold)
             if again:
                 dice = again
+        dice = self._with_d6_numerals(image, dice[:1], kinds, True, threshold)
         ms = (time.perf_counter() - start) * 1000
-        return Reading(name, w, h, ms, tuple(dice[:1]))
+        return Reading(name, w, h, ms, tuple(dice))
 
     def _loose_crop_box(self, image: np.ndarray):
         """The die at the centre of a loose crop (``image``, HxWx3 uint8 BGR), as :meth:`read` finds
