@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from pathlib import Path
 
 import cv2
@@ -317,6 +318,45 @@ def test_numerals_training_with_d6_reads_d6_printing(tmp_path):
     assert sorted(p.name for p in (tmp_path / "with").glob("*numerals*")) == ["d6-numerals-log.json", "d6-numerals.json",
                                                                                "d6-numerals.onnx"]
     assert logs["with"]["dice"] > logs["without"]["dice"]
+
+
+def test_numerals_training_with_pip_photos_adds_their_training_splits_d6_as_pips(tmp_path):
+    """``--pip-photos DIR`` (with ``--d6``): the d6 of each photo folder's training split (the classifier's
+    split, ``split_folder`` at ``--seed``) join the bank as ``d6:pips``, whatever face they show, and their
+    calib and valid photos do not; without ``--d6``, or with no d6 in a training split, one line and
+    exit status 2."""
+    import subprocess
+    import sys
+
+    from pi_table.train.numerals import pip_photo_dice
+    from pi_table.train.data import split_folder
+    from pi_table.vision.dataset import load_yolo
+    from tests.conftest import REPO
+
+    renders, photos = tmp_path / "r", tmp_path / "photos"
+    small_renders(renders, n=4, kinds="d6,d8")
+    small_renders(photos, n=10, seed=2, kinds="d6")
+    images = load_yolo(photos)
+    taken = pip_photo_dice(images, 0)
+    train = split_folder(images, images[0].folder, 0)["train"]
+    assert [im.path for im in taken] == [im.path for im in train if any(d.kind == "d6" for d in im.dice)]
+    assert 0 < len(taken) < len(images)
+    assert {d.printing for im in taken for d in im.dice} == {"pips"} and {d.kind for im in taken for d in im.dice} == {"d6"}
+    args = [sys.executable, "-m", "pi_table.train.numerals", "--renders", str(renders), "--out", str(tmp_path / "m"),
+            "--smoke", "--pip-photos", str(photos)]
+    r = subprocess.run(args + ["--d6", "--oversample", "photos=2"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    log = json.loads((tmp_path / "m" / "d6-numerals-log.json").read_text())
+    assert log["pip_photo_dice"] == sum(len(im.dice) for im in taken[:3]) > 0  # --smoke: three photos
+    assert log["pip_photos"] == [str(photos)] and "the photos' d6" in r.stdout
+    for extra, says in (([], "error: --pip-photos: adds d6 printed with pips, which only --d6 trains on"),
+                        (["--d6", "--pip-photos", str(renders / "images")], "error: --pip-photos: ")):
+        r = subprocess.run(args + extra, cwd=REPO, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith(says), r.stderr
+    valid = tmp_path / "Valid"  # a folder named Valid is all valid split: no training d6
+    shutil.copytree(photos, valid)
+    r = subprocess.run(args[:-1] + [str(valid), "--d6"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and r.stderr.strip() == f"error: --pip-photos: no d6 in the training split of {valid}"
 
 
 def test_numerals_training_with_loader_workers_scores_each_folder(tmp_path):
@@ -1294,6 +1334,14 @@ def test_oversample_draws_a_kind_more_often_and_refuses_a_bad_value(tmp_path, ca
     assert capsys.readouterr().err.strip() == "error: --oversample: 'd6:pips=0.25' weighs d6 dice, which only --d6 trains on"
     assert parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), "--d6", "--oversample",
                        "d6:pips=0.25"]).oversample_weights == {"d6:pips": 0.25}
+    # photos: the bank's last dice (--pip-photos') by their own weight, whatever their class
+    np.testing.assert_allclose(draw_chances(d6, kind_weights("d6:pips=0.5,photos=2"), photos=1), [0.5, 0.5, 1, 2] / np.float64(4))
+    np.testing.assert_allclose(draw_chances(d6, kind_weights("d6:pips=0.5,photos=2")), [0.5, 0.5, 1, 1] / np.float64(3))
+    with pytest.raises(SystemExit) as stop:
+        parse_args(["--renders", str(tmp_path), "--out", str(tmp_path / "m"), "--d6", "--oversample", "photos=2"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip() == ("error: --oversample: 'photos=2' weighs the dice of --pip-photos, and "
+                                               "none is given")
 
 
 @pytest.mark.parametrize("module, argv, says", [

@@ -31,7 +31,9 @@ how each is printed) train classes ``d6:1`` .. ``d6:6`` for numerals and one cla
 unsure (:func:`pi_table.vision.reader.join_d6_numerals`). None is shipped: tried as a fine-tune of the
 numeral model (``--init models/numerals.onnx``), as one model for both (it lost tens dice) and beside it
 (models/history/numerals.md, "d6 printed with numerals").
-``--oversample d6:pips=W`` draws the pip d6, most of a render's d6, less often.
+``--oversample d6:pips=W`` draws the pip d6, most of a render's d6, less often. ``--pip-photos DIR`` adds the
+d6 of photo folders whose dice are all printed with pips (../shared/data/real's are) to ``d6:pips``, from their
+training split only (:func:`pip_photo_dice`): a real die's logo face is no numeral.
 
 ``--init MODEL`` starts from a numeral model this trainer wrote (e.g. the shipped one) instead of fresh
 weights and runs the one-cycle schedule again from it (a warm restart, Loshchilov and Hutter 2017):
@@ -58,6 +60,8 @@ from pi_table.vision.reader import D6_PIPS  # with --d6, the class of a d6 print
 
 #: Die kinds read by numeral rather than by pips.
 NUMBERED: tuple[str, ...] = ("d8", "d10", "d10-tens")
+#: ``--oversample``'s name for the dice of ``--pip-photos``.
+PHOTOS = "photos"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -112,17 +116,27 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "printed with numerals train classes d6:1..d6:6, those printed with pips one class d6:pips "
                         "(a d6 whose face is not a numeral); the reader asks it about the d6 the classifier reads "
                         "unsure (pi_table.vision.reader, 'Numerals')")
+    p.add_argument("--pip-photos", type=Path, action="append", default=[],
+                   help="with --d6: photo folders (YOLO, as ../shared/data/real) whose d6 are all printed with pips; "
+                        "the d6 of each data folder's training split (the classifier's split at --seed, "
+                        "train.data.split_folder) train d6:pips too; repeatable")
     p.add_argument("--oversample", default="",
-                   help="KIND=W[,KIND=W]: draw the dice of KIND (d8, d10, d10-tens) W times as often as the others "
-                        "(default: every die alike)")
+                   help="KIND=W[,KIND=W]: draw the dice of KIND (d8, d10, d10-tens; with --d6 also d6, d6:pips, and "
+                        "photos for the dice of --pip-photos) W times as often as the others (default: every die "
+                        "alike)")
     p.add_argument("--smoke", action="store_true", help="a few steps on a few renders: checks the code, not a model "
                    "(refused into a folder of a real run's models)")
     args = p.parse_args(argv)
     args.oversample_weights = kind_weights(args.oversample)
     if args.oversample_weights is None:
-        refuse("--oversample", f"must be KIND=W[,KIND=W] with KIND one of {', '.join(NUMBERED + ('d6', D6_PIPS))} "
+        refuse("--oversample", f"must be KIND=W[,KIND=W] with KIND one of {', '.join(NUMBERED + ('d6', D6_PIPS, PHOTOS))} "
                                f"and W above 0, "
                                f"got {args.oversample!r}")
+    if args.pip_photos and not args.d6:
+        refuse("--pip-photos", "adds d6 printed with pips, which only --d6 trains on")
+    if PHOTOS in args.oversample_weights and not args.pip_photos:
+        refuse("--oversample", f"{args.oversample!r} weighs the dice of --pip-photos, and none is given")
+    args.photo_dice = 0  # how many of the bank's dice, the last ones, are --pip-photos' (main sets it)
     if not args.d6 and any(k.startswith("d6") for k in args.oversample_weights):
         refuse("--oversample", f"{args.oversample!r} weighs d6 dice, which only --d6 trains on")
     text = args.channels
@@ -177,10 +191,32 @@ def numeral_label(die) -> str:
     return D6_PIPS if die.kind == "d6" and die.printing == "pips" else f"{die.kind}:{die.face}"
 
 
+def pip_photo_dice(images, seed: int) -> list:
+    """The photos ``images`` (LabelledImage, of ``--pip-photos``) of each data folder's training split
+    (:func:`pi_table.train.data.split_folder` at ``seed``, the classifier's split: its calib and valid
+    photos stay unseen), each keeping only its d6, taken as printed with pips (``printing="pips"``:
+    class :data:`D6_PIPS`)."""
+    from collections import defaultdict
+    from dataclasses import replace
+
+    from pi_table.train.data import split_folder
+
+    by_folder = defaultdict(list)
+    for im in images:
+        by_folder[im.folder].append(im)
+    out = []
+    for folder, ims in sorted(by_folder.items()):
+        for im in split_folder(ims, folder, seed)["train"]:
+            dice = tuple(replace(d, printing="pips") for d in im.dice if d.kind == "d6")
+            if dice:
+                out.append(replace(im, dice=dice))
+    return out
+
+
 def kind_weights(text: str) -> dict[str, float] | None:
     """``--oversample``'s ``"d10-tens=2,d8=1.5"`` -> ``{"d10-tens": 2.0, "d8": 1.5}``; {} for ""; None
-    when a kind is not in :data:`NUMBERED` (nor ``d6`` or :data:`D6_PIPS`, for ``--d6``), a weight is not a
-    number above 0, or an item lacks ``=``."""
+    when a kind is not in :data:`NUMBERED` (nor ``d6``, :data:`D6_PIPS` or :data:`PHOTOS`, for ``--d6``), a
+    weight is not a number above 0, or an item lacks ``=``."""
     out = {}
     for item in filter(None, (t.strip() for t in str(text).split(","))):
         kind, _, weight = item.partition("=")
@@ -188,20 +224,23 @@ def kind_weights(text: str) -> dict[str, float] | None:
             w = float(weight)
         except ValueError:
             return None
-        if kind not in NUMBERED + ("d6", D6_PIPS) or not (w > 0 and math.isfinite(w)):
+        if kind not in NUMBERED + ("d6", D6_PIPS, PHOTOS) or not (w > 0 and math.isfinite(w)):
             return None
         out[kind] = w
     return out
 
 
-def draw_chances(labels: list[str], weights: dict[str, float]) -> np.ndarray | None:
+def draw_chances(labels: list[str], weights: dict[str, float], photos: int = 0) -> np.ndarray | None:
     """N float64 chances summing to 1 of drawing each of the bank's dice (``labels``, ``KIND:FACE``)
     under ``--oversample``'s ``weights`` (a class named, :data:`D6_PIPS`, by its own weight, else by its
-    kind's; kinds not named weigh 1); None when ``weights`` is empty (every die alike, drawn as training
-    always drew them)."""
+    kind's; kinds not named weigh 1; the last ``photos`` dice, ``--pip-photos``', by :data:`PHOTOS`'s
+    weight when it is named); None when ``weights`` is empty (every die alike, drawn as training always
+    drew them)."""
     if not weights:
         return None
     w = np.array([weights.get(label, weights.get(label.split(":")[0], 1.0)) for label in labels], np.float64)
+    if PHOTOS in weights and photos:
+        w[len(w) - photos:] = weights[PHOTOS]
     return w / w.sum()
 
 
@@ -220,7 +259,7 @@ def augmented_batches(bank, targets, args, rng, steps):
 
     from pi_table.train import data as D
 
-    chances = draw_chances(bank.labels, args.oversample_weights)
+    chances = draw_chances(bank.labels, args.oversample_weights, args.photo_dice)
     for _ in steps:
         picks = rng.integers(0, len(bank), args.batch) if chances is None else rng.choice(len(bank), args.batch, p=chances)
         yield torch.from_numpy(D.chw_batch(training_crops(bank, picks, rng, args))), torch.from_numpy(targets[picks])
@@ -246,9 +285,9 @@ def batch_stream(bank, targets, args):
 #: The options that shape the training: a checkpoint resumes only a run made with the same ones.
 RUN_OPTIONS: tuple[str, ...] = ("renders", "seed", "steps", "batch", "lr", "crop_size", "margin", "augment", "channels",
                                 "label_smoothing", "grey_only", "device", "channels_last", "smoke", "init",
-                                "oversample", "d6")
+                                "oversample", "d6", "pip_photos")
 #: The value a checkpoint made before an option of :data:`RUN_OPTIONS` existed is taken to have had.
-OPTIONS_BEFORE: dict[str, str] = {"init": "None", "oversample": "", "d6": "False"}
+OPTIONS_BEFORE: dict[str, str] = {"init": "None", "oversample": "", "d6": "False", "pip_photos": "[]"}
 
 
 def run_options(args: argparse.Namespace) -> dict:
@@ -440,17 +479,21 @@ def main(argv=None) -> int:
     # (folder, image) pairs, so that the log can score each folder on its own
     tagged = [(str(r), im) for r in args.renders for im in load_folders([r], "--renders", folder_name="renders")]
     valid = [(str(r), im) for r in args.valid for im in load_folders([r], "--valid", folder_name="renders")]
+    photos = pip_photo_dice(load_folders(args.pip_photos, "--pip-photos"), args.seed) if args.pip_photos else []
+    if args.pip_photos and not photos:
+        refuse("--pip-photos", f"no d6 in the training split of {', '.join(map(str, args.pip_photos))}")
     rng, started = start(args)
     train = [im for _, im in tagged if not is_calib_render(im.path.name)]
     calib_tagged = [(r, im) for r, im in tagged if is_calib_render(im.path.name)]
     if args.smoke:
-        train, calib_tagged = train[:8], calib_tagged[:4]
+        train, calib_tagged, photos = train[:8], calib_tagged[:4], photos[:3]
         args.steps, args.batch = 4, 16
     calib = [im for _, im in calib_tagged]
     # Each die cut once at twice its box, its die as many pixels across as the crops will have.
     bank_margin = 2.0
     side = int(round(args.crop_size * bank_margin / args.margin))
-    bank = D.CropBank.cut(train, lambda d: reads(d, args.d6), side, bank_margin, label=numeral_label)
+    bank = D.CropBank.cut(train + photos, lambda d: reads(d, args.d6), side, bank_margin, label=numeral_label)
+    args.photo_dice = photo_dice = sum(len(im.dice) for im in photos)  # the bank's last dice
     if not len(bank):
         print(f"error: --renders: no {', '.join(NUMBERED)} dice in {', '.join(map(str, args.renders))}", file=sys.stderr)
         return 2
@@ -459,14 +502,15 @@ def main(argv=None) -> int:
     classes = sorted(set(bank.labels) | set(init or []), key=class_key)
     index = {c: i for i, c in enumerate(classes)}
     targets = np.array([index[label] for label in bank.labels])
-    log(f"numerals: {len(bank)} dice on {len(train)} renders (cut in {time.time() - started:.0f} s), "
-        f"calib {len(calib)} renders; {len(classes)} classes")
+    log(f"numerals: {len(bank)} dice on {len(train)} renders and {len(photos)} photos ({photo_dice} d6 printed with "
+        f"pips; cut in {time.time() - started:.0f} s), calib {len(calib)} renders; {len(classes)} classes")
     if args.oversample_weights:
-        chances = draw_chances(bank.labels, args.oversample_weights)
+        chances = draw_chances(bank.labels, args.oversample_weights, photo_dice)
         kinds = np.array([label.split(":")[0] for label in bank.labels])
         log("numerals: --oversample, share of the draws per kind: "
             + ", ".join(f"{k} {chances[kinds == k].sum():.1%} (of the dice {np.mean(kinds == k):.1%})"
-                        for k in ("d6",) * args.d6 + NUMBERED))
+                        for k in ("d6",) * args.d6 + NUMBERED)
+            + (f"; the photos' d6 {chances[len(chances) - photo_dice:].sum():.1%}" if photo_dice else ""))
 
     def batch_of(crops) -> torch.Tensor:
         return torch.from_numpy(D.chw_batch(crops))
@@ -565,6 +609,8 @@ def main(argv=None) -> int:
                  # top-1 at the labelled boxes per folder and kind: {folder: {kind: {"dice", "right"}}}
                  "calib_right_per_folder": calib_per_folder, "valid_right_per_folder": valid_per_folder,
                  "dice": len(bank), "renders": [str(r) for r in args.renders],
+                 # --pip-photos: the photos' d6 (training split only) trained as d6:pips
+                 "pip_photos": [str(p) for p in args.pip_photos], "pip_photo_dice": photo_dice,
                  # the steps a --checkpoint run went on from (OpenCV's noise generator restarts there)
                  "resumed_at": resumed_at,
                  # --init: the model this run went on from, and its md5
