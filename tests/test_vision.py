@@ -2789,6 +2789,24 @@ def test_dice_small_in_the_frame_read_at_every_scale(reader):
     assert found[0.6] == 6 and found[0.5] == 6, found
 
 
+def test_wrap_sessions_wraps_every_model_the_d6_numeral_model_too(reader, monkeypatch):
+    """wrap_sessions (bench --per-model's timing, the calibration's RowMemo) wraps each model's sessions,
+    the d6 numeral model's too when reader.json names one."""
+    from types import SimpleNamespace
+
+    from pi_table.vision.reader import wrap_sessions
+
+    d6 = SimpleNamespace(sessions=["session"], paths=[Path("d6-numerals.onnx")])
+    monkeypatch.setattr(reader, "d6_numerals", d6)
+    for model, attr in ((reader.classifier, "sessions"), (reader.numerals, "sessions"), (reader.cocked, "sessions"),
+                        (reader.detector, "session"), (reader.close_up_detector, "session")):
+        if model is not None:
+            monkeypatch.setattr(model, attr, getattr(model, attr))  # the shared reader's, put back after the test
+    wrap_sessions(reader, lambda session, path: ("wrapped", path.name))
+    assert d6.sessions == [("wrapped", "d6-numerals.onnx")]
+    assert reader.numerals.sessions[0] == ("wrapped", "numerals.onnx") and reader.detector.session[0] == "wrapped"
+
+
 def test_a_close_up_detector_takes_the_zoomed_out_look_only(tmp_path):
     """reader.json's detector.close_up_file: that detector makes the zoomed-out second look for big
     dice (and its confirmation), the first look keeps detector.onnx; its runs are timed under its

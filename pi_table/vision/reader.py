@@ -1024,13 +1024,13 @@ class Classifier:
 
 def wrap_sessions(reader, wrap) -> None:
     """Replace each onnxruntime session of ``reader`` (a :class:`DiceReader`: detectors,
-    classifiers, numeral and cocked-die models) by ``wrap(session, path)``, ``path`` its model
+    classifiers, numeral, d6 numeral and cocked-die models) by ``wrap(session, path)``, ``path`` its model
     file, in place: for timing (``pi-table bench --per-model``) or remembering reads
     (the calibration's ``RowMemo``)."""
     for det in (reader.detector, reader.close_up_detector):
         if det is not None:
             det.session = wrap(det.session, det.path)
-    for model in (reader.classifier, reader.numerals, reader.cocked):
+    for model in (reader.classifier, reader.numerals, reader.d6_numerals, reader.cocked):
         if model is not None:
             model.sessions = [wrap(s, p) for s, p in zip(model.sessions, model.paths)]
 
