@@ -1285,8 +1285,15 @@ def test_numerals_training_goes_on_from_a_model_with_init(tmp_path):
     again = train("again", "--init", str(model))
     assert again.returncode == 0, again.stderr[-2000:]
     log = json.loads((tmp_path / "again" / "numerals-log.json").read_text())
-    assert log["init"] == {"file": str(model), "md5": hashlib.md5(model.read_bytes()).hexdigest()}
-    assert json.loads((tmp_path / "first" / "numerals-log.json").read_text())["init"] is None
+    first_log = json.loads((tmp_path / "first" / "numerals-log.json").read_text())
+    assert first_log["init"] is None
+    # the model it went on from, and that model's own run (its log beside it): the commands back to the data
+    assert log["init"] == {"file": str(model), "md5": hashlib.md5(model.read_bytes()).hexdigest(),
+                           "log": {k: first_log[k] for k in ("args", "init", "dice", "seconds")}}
+    third = train("third", "--init", str(tmp_path / "again" / "numerals.onnx"))
+    assert third.returncode == 0, third.stderr[-2000:]
+    chain = json.loads((tmp_path / "third" / "numerals-log.json").read_text())["init"]
+    assert chain["log"]["init"]["file"] == str(model) and chain["log"]["init"]["log"]["init"] is None
 
     missing = train("missing", "--init", str(tmp_path / "nope.onnx"))
     assert missing.returncode == 2 and "Traceback" not in missing.stderr

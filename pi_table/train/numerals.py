@@ -414,6 +414,22 @@ def md5_of(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()
 
 
+def init_record(init: Path) -> dict:
+    """What the log keeps of ``--init`` FILE: its path and md5, and when the training log of its name lies
+    beside it (``numerals-log.json`` for ``numerals.onnx``) that run's options, ``--init`` record (so on
+    back to the first model), dice and seconds (``log``): the commands that made the model from the data,
+    for its card (:mod:`pi_table.train.card`)."""
+    record = {"file": str(init), "md5": md5_of(init)}
+    beside = init.with_name(init.stem + "-log.json")
+    try:
+        theirs = json.loads(beside.read_text()) if beside.is_file() else None
+    except ValueError:
+        theirs = None
+    if isinstance(theirs, dict):
+        record["log"] = {k: theirs[k] for k in ("args", "init", "dice", "seconds") if k in theirs}
+    return record
+
+
 def init_classes(init: Path) -> list[str] | None:
     """The classes of the numeral model ``init`` (the json of its name beside it: ``numerals.json`` for
     ``numerals.onnx``), None without one.
@@ -613,8 +629,8 @@ def main(argv=None) -> int:
                  "pip_photos": [str(p) for p in args.pip_photos], "pip_photo_dice": photo_dice,
                  # the steps a --checkpoint run went on from (OpenCV's noise generator restarts there)
                  "resumed_at": resumed_at,
-                 # --init: the model this run went on from, and its md5
-                 "init": None if args.init is None else {"file": str(args.init), "md5": md5_of(args.init)},
+                 # --init: the model this run went on from, its md5, and its own run's log (init_record)
+                 "init": None if args.init is None else init_record(args.init),
                  "seconds": round(time.time() - started, 1), "args": {k: str(v) for k, v in vars(args).items()}}
     (args.out / f"{stem}-log.json").write_text(json.dumps(log_entry, indent=1) + "\n")
     log(f"numerals done in {time.time() - started:.0f} s; {path}")
