@@ -28,9 +28,10 @@ run again goes on from FILE. Every random stream is saved but OpenCV's (the came
 ``--d6`` trains the d6 numeral model, a second model beside the first: the renders' d6 (their meta says
 how each is printed) train classes ``d6:1`` .. ``d6:6`` for numerals and one class, ``d6:pips``, for pips
 (no numeral to read), beside the numbered classes; the reader asks it about the d6 its classifier reads
-unsure (:func:`pi_table.vision.reader.join_d6_numerals`). None is shipped: tried as a fine-tune of the
-numeral model (``--init models/numerals.onnx``), as one model for both (it lost tens dice) and beside it
-(models/history/numerals.md, "d6 printed with numerals").
+unsure once the parts of one die are joined (:func:`pi_table.vision.reader.join_d6_numerals`). None is
+shipped: tried as a fine-tune of the numeral model (``--init models/numerals.onnx``), as one model for both (it
+lost tens dice), beside it, and asked last with the photos' pip d6 in its data (each time a real die's logo "1"
+read as a "3": models/history/numerals.md, "d6 printed with numerals" and "a third candidate").
 ``--oversample d6:pips=W`` draws the pip d6, most of a render's d6, less often. ``--pip-photos DIR`` adds the
 d6 of photo folders whose dice are all printed with pips (../shared/data/real's are) to ``d6:pips``, from their
 training split only (:func:`pip_photo_dice`): a real die's logo face is no numeral.
