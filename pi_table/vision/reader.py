@@ -1525,7 +1525,9 @@ class DiceReader:
         """The dice in ``boxes`` of ``image`` (HxWx3 uint8 BGR): read, unreadable or cocked; with
         ``kinds``, a box whose die probability lies mostly (all but :data:`OTHER_KIND`) in kinds left
         out is left out too, or, in a crop (``crop_mode``), reported ``unreadable``: the kinds
-        restriction scales the rest back up, which read such a die surely as a kind it is not."""
+        restriction scales the rest back up, which read such a die surely as a kind it is not.
+        ``refine``: the box head's passes (:meth:`boxes_and_logits`; default :data:`CROP_PASSES` in a crop,
+        else ``reader.json``'s); ``d6_numerals``: ask the d6 numeral model too (:meth:`_with_d6_numerals`)."""
         if refine is None:
             refine = CROP_PASSES if crop_mode else None
         boxes, probs, shares_in_kinds = self._classify(image, boxes, kinds, refine, d6_numerals)
@@ -1707,9 +1709,11 @@ class DiceReader:
         threshold in ``reader.json``, whatever ``threshold`` the caller reads at, as :meth:`_unsure`; not
         cocked) read again at its box with the d6 numeral model too (``reader.json``'s ``d6_numerals``;
         :func:`join_d6_numerals`), and replaced by that read (reported at ``threshold``, as :meth:`read`
-        takes it) where it is a d6 read surely, not cocked. Asked last, after the parts of one die are joined and dropped: a part of a numbered die (a
-        numeral) read surely as a d6 would not be joined into its die (models/history/numerals.md, "d6
-        printed with numerals"). Costs nothing without the model or an unreadable d6."""
+        takes it) where it is a d6 read surely, not cocked. Asked last, after the parts of one die are
+        joined and dropped: a part of a numbered die (a numeral) read surely as a d6 would not be joined
+        into its die (models/history/numerals.md, "d6 printed with numerals"). One read a die, so that each
+        read is its die's alone (:meth:`_dice` drops overlapping boxes and ``none``). Costs nothing without
+        the model or an unsure d6."""
         if self.d6_numerals is None:
             return dice
         out = list(dice)
