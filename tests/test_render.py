@@ -126,6 +126,51 @@ def test_seed_determines_output():
     assert not np.array_equal(a.image, c.image)
 
 
+def test_logo_ones_print_a_makers_logo_on_a_pip_d6s_one(tmp_path):
+    """render --logo-ones P: that share of the d6 printed with pips carry a logo (one of LOGOS) on their "1" in
+    place of its pip, their other faces pips as before, and the meta's printing names it; numeral-printed dice
+    and other kinds carry none; at 0 (the default) no draw is made for it, so every scene is the one rendered
+    before the option existed; a share outside 0..1 is one line, exit status 2."""
+    import subprocess
+    import sys
+
+    from pi_table.train.render.geometry import solid
+    from pi_table.train.render.scene import _face_masks
+    from pi_table.train.render.textures import LOGOS, logo_mask, pip_mask
+
+    d6 = solid("d6")
+    font = fonts_for("train")[0]
+    logos = set()
+    for seed in range(40):
+        plain = _face_masks(np.random.default_rng(seed), d6, font)
+        masks, info = _face_masks(np.random.default_rng(seed), d6, font, 1.0)
+        assert "logo" not in plain[1]
+        if info["print"] == "numerals":
+            assert "logo" not in info and np.array_equal(masks, plain[0])
+            continue
+        logos.add(info["logo"])
+        one = d6.labels.index("1")
+        assert not np.array_equal(masks[one], plain[0][one]) and masks[one].max() > 0.9
+        assert any(np.array_equal(masks[one], logo_mask(info["logo"], size / 100)) for size in range(35, 61))
+        others = [i for i in range(6) if i != one]
+        assert np.array_equal(masks[others], plain[0][others])
+    assert logos <= set(LOGOS) and len(logos) >= 3
+    assert pip_mask(1, 0.09, 0.25, False).max() > 0.9  # the pip the logo stands for
+    for kinds in (("d6",), KINDS):
+        a = make_scene(21, "train", 1, kinds, 256, None)
+        b = make_scene(21, "train", 1, kinds, 256, None, logo_ones=0.0)
+        assert np.array_equal(a.image, b.image) and a.meta == b.meta
+    printed = [d["printing"] for i in range(4) for d in make_scene(21, "train", i, ("d6",), 256, None, logo_ones=1.0).meta["dice"]]
+    assert all(("logo" in p) == (p["print"] == "pips") for p in printed) and any("logo" in p for p in printed)
+    from tests.conftest import REPO
+
+    for bad in ("1.5", "-0.1", "x"):
+        r = subprocess.run([sys.executable, "-m", "pi_table.train.render", "--out", str(tmp_path / "r"), "--n", "1",
+                            "--logo-ones", bad], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--logo-ones" in r.stderr, r.stderr
+        assert not (tmp_path / "r").exists()
+
+
 def test_font_split_disjoint_and_deterministic():
     train, valid = fonts_for("train"), fonts_for("valid")
     assert train and valid

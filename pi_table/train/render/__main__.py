@@ -75,7 +75,7 @@ def _one(index: int) -> int:
 
     j = _JOB
     scene = make_scene(j["seed"], j["split"], index, j["kinds"], j["size"], j["backgrounds"], die_px=j["die_px"],
-                       max_dice=j["max_dice"], dark=j["dark"], extra_fonts=j["extra_fonts"])
+                       max_dice=j["max_dice"], dark=j["dark"], extra_fonts=j["extra_fonts"], logo_ones=j["logo_ones"])
     write_scene(scene, Path(j["out"]), scene_name(j["split"], j["seed"], index))
     return len(scene.labels)
 
@@ -107,6 +107,10 @@ def generate(argv: list[str]) -> int:
                     help="a folder of more TTF/OTF fonts for the train split only (repeatable): families the "
                          "system already has, held-out ones included, are dropped, and each keeps at most "
                          "4 files (docs/renders.md, Fonts)")
+    ap.add_argument("--logo-ones", type=float, default=0.0, metavar="P",
+                    help="the share (0..1) of the d6 printed with pips whose 1 is a maker's logo instead of its pip, as "
+                         "on many real dice (a swirl, a ring, a star, a mark; the meta's printing.logo names it). "
+                         "Default 0: the renders as before the option existed")
     a = ap.parse_args(argv)
     from pi_table.train import out_folder_problem
 
@@ -114,7 +118,8 @@ def generate(argv: list[str]) -> int:
                                     ("--seed", a.seed, a.seed >= 0, "0 or more"),
                                     ("--start", a.start, a.start >= 0, "0 or more"),
                                     ("--workers", a.workers, a.workers >= 1, "1 or more"),
-                                    ("--size", a.size, a.size >= MIN_SIZE, f"{MIN_SIZE} or more")):
+                                    ("--size", a.size, a.size >= MIN_SIZE, f"{MIN_SIZE} or more"),
+                                    ("--logo-ones", a.logo_ones, 0.0 <= a.logo_ones <= 1.0, "0..1")):
         if not ok:
             ap.error(f"{option} must be {need}, got {value}")
     if a.die_px is not None and a.die_px[1] > a.size / 2:
@@ -139,7 +144,7 @@ def generate(argv: list[str]) -> int:
     if a.backgrounds and bg is None:
         print(f"note: {a.backgrounds} not found: synthetic backgrounds only", file=sys.stderr)
     job = dict(seed=a.seed, split=a.split, kinds=a.kinds, size=a.size, backgrounds=bg, out=str(a.out),
-               die_px=a.die_px, max_dice=a.max_dice, dark=a.dark, extra_fonts=extra)
+               die_px=a.die_px, max_dice=a.max_dice, dark=a.dark, extra_fonts=extra, logo_ones=a.logo_ones)
     a.out.mkdir(parents=True, exist_ok=True)
     from pi_table.train.render import CLASSES
 

@@ -17,7 +17,7 @@ from . import class_id
 from .backgrounds import background
 from .geometry import Solid, hull_points, rest_pose, solid, up_face
 from .raster import Camera, Light, Material, Patch, composite, render_die, to_linear
-from .textures import DARK_GREY, TEX, dark_palettes_for, fonts_for, numeral_mask, palettes_for, pip_mask
+from .textures import DARK_GREY, LOGOS, TEX, dark_palettes_for, fonts_for, logo_mask, numeral_mask, palettes_for, pip_mask
 
 SPLIT_CODE = {"train": 0, "valid": 1}
 SIZE_RANGE = (28.0, 70.0)  # die outline across, px at 640 (scaled with --size)
@@ -66,8 +66,10 @@ def _material(rng: np.random.Generator, split: str, dark: bool = False) -> tuple
     return m, f"{name}/{kind}"
 
 
-def _face_masks(rng: np.random.Generator, s: Solid, font: str) -> tuple[np.ndarray, dict]:
-    """Ink masks of all faces of one die, and how it is printed."""
+def _face_masks(rng: np.random.Generator, s: Solid, font: str, logo_ones: float = 0.0) -> tuple[np.ndarray, dict]:
+    """Ink masks of all faces of one die, and how it is printed. ``logo_ones``: the share of the d6
+    printed with pips whose "1" is a logo (:func:`logo_mask`; ``printing["logo"]`` names it); at 0 no
+    random draw is made for it, so the scene is the same as before the option existed."""
     info: dict = {}
     hq = lambda x: round(float(x), 2)  # quantised: lets the mask cache hit
     if s.kind == "d6" and rng.random() < 0.85:
@@ -76,6 +78,10 @@ def _face_masks(rng: np.random.Generator, s: Solid, font: str) -> tuple[np.ndarr
         big = hq(rng.uniform(1.0, 1.7)) if rng.random() < 0.3 else 1.0
         masks = [pip_mask(int(lab), radius, spread, bool(rng.random() < 0.5), big) for lab in s.labels]
         info["print"] = "pips"
+        if logo_ones and rng.random() < logo_ones:
+            info["logo"] = str(LOGOS[int(rng.integers(len(LOGOS)))])
+            logo = logo_mask(info["logo"], hq(rng.uniform(0.35, 0.6)))
+            masks = [logo if lab == "1" else m for lab, m in zip(s.labels, masks)]
         return np.stack(masks), info
     frac = s.glyph_height / s.tex_extent  # fixed per kind (cache hits); size varies in render_die
     info["glyph_k"] = float(rng.uniform(0.85, 1.15))
@@ -128,7 +134,7 @@ def _dark_background(rng: np.random.Generator, size: int, split: str, bg_root: s
 
 def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6", "d8", "d10", "d10-tens"),
                size: int = 640, bg_root: str | None = None, die_px: tuple[float, float] | None = None,
-               max_dice: int = 12, dark: bool = False, extra_fonts: tuple[str, ...] = ()) -> Scene:
+               max_dice: int = 12, dark: bool = False, extra_fonts: tuple[str, ...] = (), logo_ones: float = 0.0) -> Scene:
     """Render scene ``index`` of (seed, split).  ``die_px`` overrides the die size range (px
     across at this ``size``) and ``max_dice`` caps the count (used by the compare sheet).
     ``dark``: dark dice on dark ground, every die's body from the split's dark palettes and the
@@ -137,7 +143,8 @@ def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6"
 
     ``extra_fonts``: font files drawn beside the split's own (``train`` only;
     :func:`~pi_table.train.render.textures.extra_train_fonts`); without them the scene is the same
-    as before they existed.
+    as before they existed. ``logo_ones``: the share of the pip d6 whose "1" is a maker's logo
+    (:func:`_face_masks`); at 0 the same scene as before.
 
     Raises:
         ValueError: an unknown split, ``extra_fonts`` for ``valid``, or ``dark`` with no dark palette
@@ -218,7 +225,7 @@ def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6"
             continue
         font = fonts[int(rng.integers(len(fonts)))]
         mat, mat_name = _material(rng, split, dark)
-        masks, printing = _face_masks(rng, s, font)
+        masks, printing = _face_masks(rng, s, font, logo_ones)
         outlines.append(ol)
         dice.append(dict(kind=kind, solid=s, R=R, scale=scale, pos=placed, target=target, face=s.labels[up],
                          rest_face=s.labels[face], cocked=cocked, tilt=float(np.degrees(tilt)), touching=touching,

@@ -1,4 +1,4 @@
-"""Fonts, colour palettes and the ink masks printed on each face (numerals, marks, pips).
+"""Fonts, colour palettes and the ink masks printed on each face (numerals, marks, pips, logos).
 
 Splits are deterministic: fonts are split by family and palettes by name, both with an md5
 of the name, so that the ``valid`` split sees fonts and colours that ``train`` never does.
@@ -305,6 +305,46 @@ PIP_LAYOUT = {
     5: [(-1, -1), (1, -1), (0, 0), (-1, 1), (1, 1)],
     6: [(-1, -1), (1, -1), (-1, 0), (1, 0), (-1, 1), (1, 1)],
 }
+
+
+#: The logos :func:`logo_mask` draws on a d6's "1" (render ``--logo-ones``).
+LOGOS = ("swirl", "ring", "star", "mark")
+
+
+@lru_cache(maxsize=64)
+def logo_mask(style: str, size: float) -> np.ndarray:
+    """Mask of a maker's logo printed on a d6's "1" in place of its pip, as many real dice carry one
+    (a swirl with a dot, a ring with a dot, a five-pointed star, a diamond mark): one of :data:`LOGOS`,
+    ``size`` its width as a fraction of the face (texture = whole face). TEXxTEX float32 0..1.
+
+    Raises:
+        ValueError: an unknown ``style``."""
+    if style not in LOGOS:
+        raise ValueError(f"logo must be one of {', '.join(LOGOS)}, not {style!r}")
+    ss = 3
+    side = TEX * ss
+    img = Image.new("L", (side, side), 0)
+    draw = ImageDraw.Draw(img)
+    c, r = side / 2, size * side / 2
+    width = max(2, int(round(r * 0.22)))
+    dot = r * 0.28
+    if style == "swirl":  # two arcs turning about a dot
+        draw.arc([c - r, c - r, c + r, c + r], 200, 340, fill=255, width=width)
+        draw.arc([c - r, c - r, c + r, c + r], 20, 160, fill=255, width=width)
+        draw.arc([c - r * 0.6, c - r * 0.6, c + r * 0.6, c + r * 0.6], 110, 250, fill=255, width=width)
+        draw.ellipse([c - dot, c - dot, c + dot, c + dot], fill=255)
+    elif style == "ring":
+        draw.ellipse([c - r, c - r, c + r, c + r], outline=255, width=width)
+        draw.ellipse([c - dot, c - dot, c + dot, c + dot], fill=255)
+    elif style == "star":
+        angles = np.deg2rad(np.arange(10) * 36.0 - 90.0)
+        radii = np.where(np.arange(10) % 2 == 0, r, r * 0.45)
+        draw.polygon([(float(c + q * np.cos(a)), float(c + q * np.sin(a))) for q, a in zip(radii, angles)], fill=255)
+    else:  # "mark": a diamond with a hollow centre
+        draw.polygon([(c, c - r), (c + r * 0.7, c), (c, c + r), (c - r * 0.7, c)], fill=255)
+        draw.polygon([(c, c - r * 0.4), (c + r * 0.28, c), (c, c + r * 0.4), (c - r * 0.28, c)], fill=0)
+    img = img.resize((TEX, TEX), Image.BOX)
+    return _clear_border(np.asarray(img, np.float32) / 255.0)
 
 
 @lru_cache(maxsize=512)
