@@ -137,7 +137,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         refuse("--pip-photos", "adds d6 printed with pips, which only --d6 trains on")
     if PHOTOS in args.oversample_weights and not args.pip_photos:
         refuse("--oversample", f"{args.oversample!r} weighs the dice of --pip-photos, and none is given")
-    args.photo_dice = 0  # how many of the bank's dice, the last ones, are --pip-photos' (main sets it)
     if not args.d6 and any(k.startswith("d6") for k in args.oversample_weights):
         refuse("--oversample", f"{args.oversample!r} weighs d6 dice, which only --d6 trains on")
     text = args.channels
@@ -253,20 +252,20 @@ def training_crops(bank, picks, rng, args) -> list:
     return [D.photometric(bank.sample(int(i), rng, args.crop_size, args.margin), rng, args.augment) for i in picks]
 
 
-def augmented_batches(bank, targets, args, rng, steps):
+def augmented_batches(bank, targets, args, rng, steps, chances=None):
     """One (Bx3xSxS float32 crops, B int64 class indices) torch batch per item of ``steps``: the
-    ``bank``'s dice picked by ``rng``, cut and augmented as the model trains on them."""
+    ``bank``'s dice picked by ``rng`` (with ``chances``, :func:`draw_chances`'; None: every die alike),
+    cut and augmented as the model trains on them."""
     import torch
 
     from pi_table.train import data as D
 
-    chances = draw_chances(bank.labels, args.oversample_weights, args.photo_dice)
     for _ in steps:
         picks = rng.integers(0, len(bank), args.batch) if chances is None else rng.choice(len(bank), args.batch, p=chances)
         yield torch.from_numpy(D.chw_batch(training_crops(bank, picks, rng, args))), torch.from_numpy(targets[picks])
 
 
-def batch_stream(bank, targets, args):
+def batch_stream(bank, targets, args, chances=None):
     """``--workers`` N > 0: a torch DataLoader of ``args.steps`` :func:`augmented_batches`, made in
     N processes: worker ``w`` makes steps ``w, w + N, ...`` with its own generator seeded
     ``(seed, w)``, so the stream (and the model) differs from the in-process one. On a GPU
@@ -278,7 +277,7 @@ def batch_stream(bank, targets, args):
             info = torch.utils.data.get_worker_info()
             worker, workers = (info.id, info.num_workers) if info else (0, 1)
             rng = np.random.default_rng([args.seed, worker])
-            return augmented_batches(bank, targets, args, rng, range(worker, args.steps, workers))
+            return augmented_batches(bank, targets, args, rng, range(worker, args.steps, workers), chances)
 
     return torch.utils.data.DataLoader(Batches(), batch_size=None, num_workers=args.workers, prefetch_factor=8)
 
@@ -510,7 +509,7 @@ def main(argv=None) -> int:
     bank_margin = 2.0
     side = int(round(args.crop_size * bank_margin / args.margin))
     bank = D.CropBank.cut(train + photos, lambda d: reads(d, args.d6), side, bank_margin, label=numeral_label)
-    args.photo_dice = photo_dice = sum(len(im.dice) for im in photos)  # the bank's last dice
+    photo_dice = sum(len(im.dice) for im in photos)  # the bank's last dice
     if not len(bank):
         print(f"error: --renders: no {', '.join(NUMBERED)} dice in {', '.join(map(str, args.renders))}", file=sys.stderr)
         return 2
@@ -521,8 +520,8 @@ def main(argv=None) -> int:
     targets = np.array([index[label] for label in bank.labels])
     log(f"numerals: {len(bank)} dice on {len(train)} renders and {len(photos)} photos ({photo_dice} d6 printed with "
         f"pips; cut in {time.time() - started:.0f} s), calib {len(calib)} renders; {len(classes)} classes")
-    if args.oversample_weights:
-        chances = draw_chances(bank.labels, args.oversample_weights, photo_dice)
+    chances = draw_chances(bank.labels, args.oversample_weights, photo_dice)  # None: every die alike
+    if chances is not None:
         kinds = np.array([label.split(":")[0] for label in bank.labels])
         log("numerals: --oversample, share of the draws per kind: "
             + ", ".join(f"{k} {chances[kinds == k].sum():.1%} (of the dice {np.mean(kinds == k):.1%})"
@@ -564,8 +563,8 @@ def main(argv=None) -> int:
                                           "losses": losses, "seconds": time.time() - started,
                                           "resumed_at": resumed_at})
 
-    stream = (batch_stream(bank, targets, args) if args.workers
-              else augmented_batches(bank, targets, args, rng, range(first, last)))
+    stream = (batch_stream(bank, targets, args, chances) if args.workers
+              else augmented_batches(bank, targets, args, rng, range(first, last), chances))
     for step, (x, y) in enumerate(stream, start=first):
         logits = net(x.to(args.device, memory_format=layout))
         loss = torch.nn.functional.cross_entropy(logits, y.to(args.device), label_smoothing=args.label_smoothing)

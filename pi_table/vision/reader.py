@@ -1721,7 +1721,7 @@ class DiceReader:
             if die.kind != "d6" or die.status == "cocked" or not self._unsure(die):
                 continue
             again = self._dice(image, [die.box], kinds, crop_mode, threshold, refine=0, d6_numerals=True)
-            if again and again[0].kind == "d6" and again[0].status != "cocked" and not self._unsure(again[0]):
+            if again and again[0].kind == "d6" and not self._unsure(again[0]):  # sure: not cocked, at its threshold
                 out[i] = replace(again[0], box=die.box)
         return out
 

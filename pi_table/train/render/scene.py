@@ -17,7 +17,8 @@ from . import class_id
 from .backgrounds import background
 from .geometry import Solid, hull_points, rest_pose, solid, up_face
 from .raster import Camera, Light, Material, Patch, composite, render_die, to_linear
-from .textures import DARK_GREY, LOGOS, TEX, dark_palettes_for, fonts_for, logo_mask, numeral_mask, palettes_for, pip_mask
+from .textures import (DARK_GREY, LOGOS, TEX, dark_palettes_for, fonts_for, logo_mask, numeral_mask, palettes_for,
+                       pip_mask)
 
 SPLIT_CODE = {"train": 0, "valid": 1}
 SIZE_RANGE = (28.0, 70.0)  # die outline across, px at 640 (scaled with --size)
@@ -134,7 +135,8 @@ def _dark_background(rng: np.random.Generator, size: int, split: str, bg_root: s
 
 def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6", "d8", "d10", "d10-tens"),
                size: int = 640, bg_root: str | None = None, die_px: tuple[float, float] | None = None,
-               max_dice: int = 12, dark: bool = False, extra_fonts: tuple[str, ...] = (), logo_ones: float = 0.0) -> Scene:
+               max_dice: int = 12, dark: bool = False, extra_fonts: tuple[str, ...] = (),
+               logo_ones: float = 0.0) -> Scene:
     """Render scene ``index`` of (seed, split).  ``die_px`` overrides the die size range (px
     across at this ``size``) and ``max_dice`` caps the count (used by the compare sheet).
     ``dark``: dark dice on dark ground, every die's body from the split's dark palettes and the
