@@ -1628,3 +1628,48 @@ def test_card_names_a_bad_folder_in_one_line_before_measuring(tmp_path, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert stop.value.code == 2 and len(err) == 1 and err[0].startswith(f"python3 -m pi_table.train.card: error: {says}"), err
     assert {str(p.relative_to(models)): p.read_bytes() for p in models.rglob('*') if p.is_file()} == before
+
+
+def test_d6_numerals_card_names_every_run_of_its_chain_and_what_it_changes(tmp_path):
+    """d6-numerals.md (pi_table.train.card.write_d6_numerals_card) gives each training run the model came from,
+    first to last (its log's ``--init`` records), says where the chain's first log was not kept, and per data
+    the reads with and without the model."""
+    import argparse
+
+    from pi_table.train.card import write_d6_numerals_card
+
+    def run(out, init, renders, extra=None):
+        return {"renders": "[" + ", ".join(f"PosixPath('{r}')" for r in renders) + "]", "valid": "[PosixPath('renders/valid')]",
+                "out": out, "seed": "0", "threads": "2", "steps": "1000", "lr": "0.00025", "d6": "True",
+                "init": init, **(extra or {})}
+
+    log = {"args": run("runs/n8", "runs/n7/d6-numerals.onnx", ["renders/train", "renders/d6", "renders/d6logo"],
+                       {"pip_photos": "[PosixPath('../shared/data/real')]", "oversample": "d6:pips=0.25",
+                        "oversample_weights": "{'d6:pips': 0.25}"}),
+           "seconds": 1383.5, "dice": 44448, "pip_photo_dice": 1867, "calib_dice": 2397, "calib_right": 0.978,
+           "valid_right": {"d6": {"dice": 369, "right": 0.989}},
+           "init": {"file": "runs/n7/d6-numerals.onnx", "md5": "17",
+                    "log": {"args": run("runs/n7", "runs/n6/numerals.onnx", ["renders/train", "renders/d6"]),
+                            "seconds": 1614.0, "init": {"file": "runs/n6/numerals.onnx", "md5": "70"}}}}
+    (tmp_path / "d6-numerals-log.json").write_text(json.dumps(log))
+    args = argparse.Namespace(models=tmp_path, data="DATA", renders=None)
+    d6n = {"classes": ["d6:pips", "d6:1", "d8:1"], "temperature": 1.07, "crop_size": 80, "margin": 1.15}
+
+    def score(right, wrong, unreadable):
+        return {"dice": 100, "read_right": right, "wrong_at_ok": wrong, "unreadable": unreadable}
+
+    compared = [("nellbyler-d6-tray (held out)", score(0.94, 0.0, 0.05), score(0.95, 0.01, 0.03))]
+    write_d6_numerals_card(args, d6n, {"d6-numerals.onnx": 1747061}, 0.94, compared)
+    card = (tmp_path / "d6-numerals.md").read_text()
+    assert card.splitlines()[2] == ("How each shipped choice was made, and what was tried and not shipped: "
+                                    "models/history/d6-numerals.md.")
+    first = card.index("--out runs/n7")
+    last = card.index("--out runs/n8")
+    assert first < last
+    assert ("python3 -m pi_table.train.numerals --renders renders/train --renders renders/d6 --renders renders/d6logo "
+            "--valid renders/valid --out runs/n8 --seed 0 --threads 2") in card
+    assert "--init runs/n7/d6-numerals.onnx" in card and "--pip-photos ../shared/data/real" in card
+    assert "--oversample d6:pips=0.25" in card and "--oversample-weights" not in card  # parsed from --oversample
+    assert "`runs/n6/numerals.onnx` (md5 70)" in card  # the first run's log was not kept: said, not guessed
+    assert "| nellbyler-d6-tray (held out) | 100 | 94.00% -> 95.00% | 0.00% -> 1.00% | 5.00% -> 3.00% |" in card
+    assert "1.75 MB" in card and "d6:pips, d6:1, d8:1" in card and "T = 1.070" in card

@@ -89,6 +89,23 @@ def recorded_options(recorded: dict, parse_args, base_argv: list[str], skip=()) 
     return out
 
 
+def numerals_command(recorded: dict, out: str | None = None) -> str:
+    """The command of a numeral-model training run (``python3 -m pi_table.train.numerals``) whose log recorded
+    ``recorded`` (its ``args``): its renders and valid folders, ``--out`` (``out`` in place of the recorded one
+    where given: a model trained elsewhere and copied), seed and threads, then every other option it set."""
+    from pi_table.train.numerals import parse_args as numerals_args
+
+    def paths(key: str, default: str) -> list[str]:
+        return re.findall(r"PosixPath\('([^']*)'\)", str(recorded.get(key, ""))) or [default]
+
+    extra = recorded_options(recorded, numerals_args, ["--renders", "x", "--out", "y"],  # oversample_weights: --oversample's, parsed
+                             skip=("renders", "valid", "out", "seed", "threads", "smoke", "oversample_weights"))
+    return " ".join(["python3 -m pi_table.train.numerals", *(f"--renders {r}" for r in paths("renders", "renders/train")),
+                     *(f"--valid {v}" for v in paths("valid", "renders/valid")),
+                     f"--out {out or recorded.get('out', 'models/')}", f"--seed {recorded.get('seed', 0)}",
+                     f"--threads {recorded.get('threads', 2)}", *extra])
+
+
 def kept_lofo(history: Path) -> str:
     """The leave-one-folder-out table and the paragraph under it, copied from the classifier's
     hand-kept record ``history`` (models/history/classifier.md) as last measured there; "" when
@@ -190,7 +207,8 @@ def main(argv=None) -> int:
                        for kind, s in res["all"].get("kinds", {}).items()]
         cmds.append(f"pi-table eval {args.renders} --close-ups 2")
         numbered = numbered_frame_ms(DiceReader(args.models, threads=1), args.renders)
-    rendered_close_rows = _rendered_rows(reader, args.close_up_renders, cmds)[1] if args.close_up_renders else []
+    close_rend, rendered_close_rows = (_rendered_rows(reader, args.close_up_renders, cmds) if args.close_up_renders
+                                       else (None, []))
     lofo_rows = []
     for lofo_reader, models, folder in lofo_readers:
         trained = json.loads((models / "splits.json").read_text())["trained_on"]
@@ -435,12 +453,6 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
                 int8_text += (" The float32 model before quantisation read " + ", ".join(
                     f"{k} {v['right']:.1%}" for k, v in before.get("valid_right", {}).items())
                     + " on the held-out renders (below: after).")
-        renders = " ".join(f"--renders {r}" for r in nlog.get("renders", ["renders/train"]))
-        from pi_table.train.numerals import parse_args as numerals_args
-
-        numerals_extra = "".join(" " + o for o in recorded_options(
-            nargs, numerals_args, ["--renders", "x", "--out", "y"],
-            skip=("renders", "valid", "out", "seed", "threads", "smoke")))
         resumed = nlog.get("resumed_at", [])
         sittings = (f" of training in {len(resumed) + 1} sittings: stopped after the checkpoint at step(s) "
                     f"{', '.join(map(str, resumed))}, the same command again went on from it (numerals-log.json "
@@ -472,7 +484,7 @@ on the one render in 20 held out from training, where the numeral is read right 
 Command that trained it (CPU, {nargs.get('threads', '?')} threads, seed {nargs.get('seed', '?')}, {nlog.get('seconds', '?')} s{sittings}):
 
 ```sh
-python3 -m pi_table.train.numerals {renders} --valid renders/valid --out models/ --seed 0 --threads {nargs.get('threads', 2)}{numerals_extra}
+{numerals_command(nargs, out='models/')}
 ```
 {nlog.get('note', '')}
 
@@ -487,6 +499,17 @@ labelled boxes, one view: {', '.join(f"{k} {v['right']:.1%} of {v['dice']}" for 
     ck = config.get("cocked")
     if ck:
         write_cocked_card(args, ck, sizes, real, rend if args.renders else None)
+    d6n = config.get("d6_numerals")
+    if d6n:
+        without = DiceReader(args.models, threads=0)
+        without.d6_numerals = None  # the same reader, the d6 numeral model not asked
+        compared = [(f"{name} (held out)", s, real["folders"][name])
+                    for name, s in evaluate(without, args.data, held_out=True)["folders"].items()]
+        for folder, whole in ((args.renders, rend if args.renders else None), (args.close_up_renders, close_rend)):
+            if whole is not None:
+                compared += [(f"{folder.name}: {kind}", s, whole["all"]["kinds"][kind])
+                             for kind, s in evaluate(without, folder)["all"].get("kinds", {}).items()]
+        write_d6_numerals_card(args, d6n, sizes, reader.threshold_for("d6"), compared)
     print(json.dumps({"real": {k: v["read_right"] for k, v in real["folders"].items()}, "speed": speed}, indent=1))
     return 0
 
@@ -556,6 +579,72 @@ python3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out mode
 | data (held out) | dice found | reported cocked |
 |---|---|---|
 {photo_rows}{render_rows}
+""")
+
+
+def write_d6_numerals_card(args, d6n: dict, sizes: dict, threshold: float, compared: list[tuple[str, dict, dict]]) -> None:
+    """``d6-numerals.md``: the d6 numeral model's data, every training run it came from (its log's ``--init``
+    records, first to last) and, per data in ``compared`` (``(name, without, with)``, the reader's figures
+    without and with the model: ``dice``, ``read_right``, ``wrong_at_ok``, ``unreadable``), what it changes.
+    ``threshold``: the reader's d6 threshold, the one a die read again must reach."""
+    dlog = json.loads((args.models / "d6-numerals-log.json").read_text()) if (args.models / "d6-numerals-log.json").is_file() else {}
+    runs, record = [dlog], dlog.get("init")
+    while record and record.get("log"):  # each --init model's own run, back to the first one logged
+        runs.insert(0, record["log"])
+        record = record["log"].get("init")
+    commands = "\n".join(f"# {i + 1}. ({run.get('seconds', '?')} s)\n{numerals_command(run.get('args', {}))}"
+                         for i, run in enumerate(runs))
+    unlogged = (f" The first run started from `{record['file']}` (md5 {record.get('md5', '?')}), a model whose "
+                "training command its log does not keep (it was trained before the trainer kept the `--init` "
+                "model's run): models/history/numerals.md, \"d6 printed with numerals\", names it." if record else "")
+    rows = "\n".join(f"| {name} | {w['dice']} | {wo['read_right']:.2%} -> {w['read_right']:.2%} | "
+                     f"{wo['wrong_at_ok']:.2%} -> {w['wrong_at_ok']:.2%} | {wo['unreadable']:.2%} -> {w['unreadable']:.2%} |"
+                     for name, wo, w in compared)
+    alone = ", ".join(f"{k} {v['right']:.1%} of {v['dice']}" for k, v in dlog.get("valid_right", {}).items()) or "not measured"
+    photos = (f" and the d6 of the photo folders {', '.join(dlog['pip_photos'])} (all printed with pips; their "
+              f"training split only, {dlog.get('pip_photo_dice', '?')} dice: splits.json's valid and calib photos are "
+              "never seen)" if dlog.get("pip_photos") else "")
+    (args.models / "d6-numerals.md").write_text(f"""# d6-numerals.onnx — reads a d6 printed with numerals
+
+{history_line("d6-numerals.md")}
+
+Size {sizes.get('d6-numerals.onnx', 0) / 1e6:.2f} MB. The classifier (classifier.md) learned its d6 from photos of dice
+printed with pips, and seldom reads a d6 printed with numerals (1 to 6) surely: it leaves it `unreadable`. This
+model is asked about such dice last (`pi_table/vision/reader.py` `DiceReader._with_d6_numerals`): once the parts
+of one die are joined and dropped, each d6 still below the reader's d6 threshold ({threshold:g}; not one of its own)
+and not cocked is read again at its box with this model too. Its {len(d6n['classes'])} classes are
+{', '.join(d6n['classes'])}: a d6's numeral, `d6:pips` for a d6 printed with pips (no numeral to read), and the
+numbered dice's numerals. Joined as P(d6:F) = P(d6) x (q(F) + r x the classifier's share of F), r the rest of q
+(`join_d6_numerals`): the numeral where it sees a d6's, the classifier's read where it sees pips or another
+die's numeral. The die takes that read only when it is then a sure d6, and keeps its box; a sure die costs
+nothing more. The net is the numeral model's (numerals.md, `NumeralNet`), on {d6n['crop_size']}x{d6n['crop_size']}
+crops ({d6n['margin']} times the box). T = {d6n['temperature']:.3f}, fitted on the one render in 20 held out from
+training ({dlog.get('calib_right', 0):.1%} of {dlog.get('calib_dice', '?')} calib dice read right, labelled boxes, one view).
+The reader's thresholds were chosen before it was added and not fitted again with it.
+
+**Its d6 printed with numerals are renders only**: no labelled photo of one is public, so the kit renders them
+(`python3 -m pi_table.train.render`, docs/renders.md; a share of its d6 are printed with numerals, and
+`--logo-ones` prints a maker's logo on pip d6's "1", as many real dice have). It learned from
+{dlog.get('dice', '?')} rendered dice of {', '.join(dlog.get('renders', [])) or 'renders'}{photos}.
+How well it reads real dice printed with numerals has not been measured: no labelled photo of one exists here.
+
+Commands that trained it (CPU, seed 0), each run starting from the one before (`--init`, a warm restart),
+the last copied into models/ (with `--out models/` it is put there and reader.json's `d6_numerals` is written):{unlogged}
+
+```sh
+{commands}
+```
+
+## What it changes (measured by this card writer)
+
+The same reader without the model (reader.json without `d6_numerals`) and with it, `pi-table eval` as in
+classifier.md (held-out photos; renders with fonts, colours and backgrounds training never saw, per kind):
+
+| data | dice | read right (without -> with) | wrong at `ok` | unreadable |
+|---|---|---|---|---|
+{rows}
+
+The model alone at the labelled boxes of renders/valid, one view: {alone}.
 """)
 
 
