@@ -1534,7 +1534,7 @@ def test_a_refused_training_run_leaves_out_as_it_was(tmp_path, capsys, case):
 
     data = one_die_folder(tmp_path / "real")
     out = model_folder(tmp_path / "out", "splits.json", "reader.json", "detector.onnx", "classifier.onnx",
-                       "classifier-2.onnx", "numerals.onnx", "cocked.onnx", detector_big_onnx="detector-big.onnx")
+                       "classifier-2.onnx", "numerals.onnx", "d6-numerals.onnx", "cocked.onnx", detector_big_onnx="detector-big.onnx")
     other = model_folder(tmp_path / "other", "detector.onnx", "reader.json", "classifier.onnx", "classifier-2.onnx")
     base = ["--data", str(data), "--paste-from", "", "--out", str(out), "--close-up-from", str(other)]
     argv, says = {
@@ -1658,7 +1658,9 @@ def test_d6_numerals_card_names_every_run_of_its_chain_and_what_it_changes(tmp_p
     def score(right, wrong, unreadable):
         return {"dice": 100, "read_right": right, "wrong_at_ok": wrong, "unreadable": unreadable}
 
-    compared = [("nellbyler-d6-tray (held out)", score(0.94, 0.0, 0.05), score(0.95, 0.01, 0.03))]
+    compared = [("nellbyler-d6-tray (held out)", score(0.94, 0.0, 0.05), score(0.95, 0.01, 0.03)),
+                ("valid: d6 printed with numerals", {"dice": 9, "read_right": 0.1, "wrong_at_ok": 0.0},
+                 {"dice": 9, "read_right": 0.9, "wrong_at_ok": 0.0})]  # a by_printing group: no unreadable
     write_d6_numerals_card(args, d6n, {"d6-numerals.onnx": 1747061}, 0.94, compared)
     card = (tmp_path / "d6-numerals.md").read_text()
     assert card.splitlines()[2] == ("How each shipped choice was made, and what was tried and not shipped: "
@@ -1672,4 +1674,5 @@ def test_d6_numerals_card_names_every_run_of_its_chain_and_what_it_changes(tmp_p
     assert "--oversample d6:pips=0.25" in card and "--oversample-weights" not in card  # parsed from --oversample
     assert "`runs/n6/numerals.onnx` (md5 70)" in card  # the first run's log was not kept: said, not guessed
     assert "| nellbyler-d6-tray (held out) | 100 | 94.00% -> 95.00% | 0.00% -> 1.00% | 5.00% -> 3.00% |" in card
+    assert "| valid: d6 printed with numerals | 9 | 10.00% -> 90.00% | 0.00% -> 0.00% | . |" in card
     assert "1.75 MB" in card and "d6:pips, d6:1, d8:1" in card and "T = 1.070" in card

@@ -1130,7 +1130,7 @@ def test_an_unsure_d6_is_read_by_the_d6_numeral_model(reader, monkeypatch):
     assert classes[p[2].argmax()] == "d6:3" and abs(p[2, classes.index("d6:3")] - 0.5) < 0.01  # pips: as read
     assert classes[p[3].argmax()] == "d8:7" and classes[p[0].argmax()] == "d6:3" and p[0].max() == np.float32(0.99)
     assert classes[p[4].argmax()] == "none"
-    monkeypatch.setattr(reader, "d6_numerals", None)  # none shipped: the unsure d6 keep the classifier's read
+    monkeypatch.setattr(reader, "d6_numerals", None)  # without the model the unsure d6 keep the classifier's read
     _, p, _ = reader._joined(None, boxes, None, None, True)
     assert classes[p[1].argmax()] == "d6:3"
 
@@ -1775,6 +1775,40 @@ def test_eval_scores_rendered_dice_by_material(tmp_path):
     cut = evaluate_cut_crops(CropReader(), root, 1.3)["all"]
     assert {m: (c["dice"], c["read_right"], c["wrong_at_ok"]) for m, c in cut["by_material"].items()} == {
         "marbled": (1, 1.0, 0.0), "opaque": (2, 0.5, 0.5)}
+
+
+def test_eval_scores_rendered_dice_by_printing(tmp_path):
+    """A render's meta says how each die is printed (LabelledDie.printing: pips or numerals); by_printing
+    tallies whole pictures by it, as by_material does: a d6 printed with numerals read right, one with pips
+    read wrong at ok. Photos say nothing of it and get no table."""
+    import json
+
+    from pi_table.vision.dataset import load_yolo
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import Score, format_report, score_image
+
+    root = tmp_path / "renders"
+    for sub in ("images", "labels", "meta"):
+        (root / sub).mkdir(parents=True)
+    (root / "classes.txt").write_text("d6:1\nd6:2\n")
+    cv2.imwrite(str(root / "images" / "a.jpg"), np.zeros((100, 100, 3), np.uint8))
+    (root / "labels" / "a.txt").write_text("0 0.2 0.2 0.2 0.2\n1 0.6 0.6 0.2 0.2\n")
+    dice = [{"cocked": False, "material": "red-white/opaque", "printing": {"print": p}} for p in ("numerals", "pips")]
+    (root / "meta" / "a.json").write_text(json.dumps({"dice": dice}))
+    [labelled] = load_yolo(root)
+    Fake = fixed_reader(Die("d6", "1", 1, (10, 10, 30, 30), 0.99, "ok"), Die("d6", "3", 3, (50, 50, 70, 70), 0.99, "ok"))
+    total = Score()
+    total.add(score_image(Fake(), labelled))
+    s = total.to_json()
+    assert s["by_printing"] == {"numerals": {"dice": 1, "read_right": 1.0, "recall": 1.0, "wrong_at_ok": 0.0},
+                                "pips": {"dice": 1, "read_right": 0.0, "recall": 1.0, "wrong_at_ok": 1.0}}
+    report = format_report({"folders": {"renders": s}, "all": s})
+    assert "read right by printing" in report
+    (root / "meta" / "a.json").unlink()
+    [labelled] = load_yolo(root)
+    total = Score()
+    total.add(score_image(Fake(), labelled))
+    assert "by_printing" not in total.to_json()
 
 
 def test_shipped_models_fit_the_size_budget():
@@ -2450,6 +2484,7 @@ def test_a_second_smaller_box_inside_one_die_is_not_another_die(reader, monkeypa
     found = {"dice": [whole, face]}
     monkeypatch.setattr(reader, "_boxes", lambda *a: [d.box for d in found["dice"]])
     monkeypatch.setattr(reader, "_dice", lambda *a: list(found["dice"]))
+    monkeypatch.setattr(reader, "d6_numerals", None)  # its last look at unsure d6 is another test's
     assert list(reader.read(image).dice) == [whole]
     found["dice"] = [whole, cocked_face]
     assert list(reader.read(image).dice) == [whole]
@@ -2482,6 +2517,7 @@ def test_an_unsure_part_at_a_dies_rim_is_not_another_die(reader, monkeypatch):
     found = {"dice": [top, rim]}
     monkeypatch.setattr(reader, "_boxes", lambda *a: [d.box for d in found["dice"]])
     monkeypatch.setattr(reader, "_dice", lambda *a: list(found["dice"]))
+    monkeypatch.setattr(reader, "d6_numerals", None)  # its last look at unsure d6 is another test's
     monkeypatch.setattr(reader, "_with_parts_joined", lambda image, dice, *a: dice)
     assert list(reader.read(image).dice) == [top]
     for beside in (sure_rim, half_out):
@@ -2575,6 +2611,7 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
     read_again["die"] = sure_die
     assert reader._with_parts_joined(image, barely, None, 0.0) == [sure_die]
     monkeypatch.setattr(reader, "join_parts", False)
+    monkeypatch.setattr(reader, "d6_numerals", None)  # its last look at unsure d6 is another test's
     monkeypatch.setattr(reader, "_boxes", lambda *a: [p.box for p in pips])
     monkeypatch.setattr(reader, "_dice", lambda image, boxes, *a: list(pips))
     assert list(reader.read(image).dice) == pips  # reader.json's join_parts false: read as before

@@ -507,8 +507,12 @@ labelled boxes, one view: {', '.join(f"{k} {v['right']:.1%} of {v['dice']}" for 
                     for name, s in evaluate(without, args.data, held_out=True)["folders"].items()]
         for folder, whole in ((args.renders, rend if args.renders else None), (args.close_up_renders, close_rend)):
             if whole is not None:
-                compared += [(f"{folder.name}: {kind}", s, whole["all"]["kinds"][kind])
-                             for kind, s in evaluate(without, folder)["all"].get("kinds", {}).items()]
+                for kind, s in evaluate(without, folder)["all"].get("kinds", {}).items():
+                    w = whole["all"]["kinds"][kind]
+                    compared.append((f"{folder.name}: {kind}", s, w))
+                    if len(s.get("by_printing", {})) > 1:  # a d6 printed with pips or with numerals
+                        compared += [(f"{folder.name}: {kind} printed with {how}", g, w["by_printing"][how])
+                                     for how, g in s["by_printing"].items()]
         write_d6_numerals_card(args, d6n, sizes, reader.threshold_for("d6"), compared)
     print(json.dumps({"real": {k: v["read_right"] for k, v in real["folders"].items()}, "speed": speed}, indent=1))
     return 0
@@ -585,7 +589,8 @@ python3 -m pi_table.train.cocked --data ../shared/data/real {renders} --out mode
 def write_d6_numerals_card(args, d6n: dict, sizes: dict, threshold: float, compared: list[tuple[str, dict, dict]]) -> None:
     """``d6-numerals.md``: the d6 numeral model's data, every training run it came from (its log's ``--init``
     records, first to last) and, per data in ``compared`` (``(name, without, with)``, the reader's figures
-    without and with the model: ``dice``, ``read_right``, ``wrong_at_ok``, ``unreadable``), what it changes.
+    without and with the model: ``dice``, ``read_right``, ``wrong_at_ok``, ``unreadable``, the last two
+    given as "." where a group's figures lack them), what it changes.
     ``threshold``: the reader's d6 threshold, the one a die read again must reach."""
     dlog = json.loads((args.models / "d6-numerals-log.json").read_text()) if (args.models / "d6-numerals-log.json").is_file() else {}
     runs, record = [dlog], dlog.get("init")
@@ -597,9 +602,11 @@ def write_d6_numerals_card(args, d6n: dict, sizes: dict, threshold: float, compa
     unlogged = (f" The first run started from `{record['file']}` (md5 {record.get('md5', '?')}), a model whose "
                 "training command its log does not keep (it was trained before the trainer kept the `--init` "
                 "model's run): models/history/numerals.md, \"d6 printed with numerals\", names it." if record else "")
-    rows = "\n".join(f"| {name} | {w['dice']} | {wo['read_right']:.2%} -> {w['read_right']:.2%} | "
-                     f"{wo['wrong_at_ok']:.2%} -> {w['wrong_at_ok']:.2%} | {wo['unreadable']:.2%} -> {w['unreadable']:.2%} |"
-                     for name, wo, w in compared)
+    def pair(key: str, wo: dict, w: dict) -> str:
+        return f"{wo[key]:.2%} -> {w[key]:.2%}" if key in wo and key in w else "."
+
+    rows = "\n".join(f"| {name} | {w['dice']} | {pair('read_right', wo, w)} | {pair('wrong_at_ok', wo, w)} | "
+                     f"{pair('unreadable', wo, w)} |" for name, wo, w in compared)
     alone = ", ".join(f"{k} {v['right']:.1%} of {v['dice']}" for k, v in dlog.get("valid_right", {}).items()) or "not measured"
     photos = (f" and the d6 of the photo folders {', '.join(dlog['pip_photos'])} (all printed with pips; their "
               f"training split only, {dlog.get('pip_photo_dice', '?')} dice: splits.json's valid and calib photos are "

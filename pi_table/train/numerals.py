@@ -28,10 +28,11 @@ run again goes on from FILE. Every random stream is saved but OpenCV's (the came
 ``--d6`` trains the d6 numeral model, a second model beside the first: the renders' d6 (their meta says
 how each is printed) train classes ``d6:1`` .. ``d6:6`` for numerals and one class, ``d6:pips``, for pips
 (no numeral to read), beside the numbered classes; the reader asks it about the d6 its classifier reads
-unsure once the parts of one die are joined (:func:`pi_table.vision.reader.join_d6_numerals`). None is
-shipped: tried as a fine-tune of the numeral model (``--init models/numerals.onnx``), as one model for both (it
-lost tens dice), beside it, and asked last with the photos' pip d6 in its data (each time a real die's logo "1"
-read as a "3": models/history/numerals.md, "d6 printed with numerals" and "a third candidate").
+unsure once the parts of one die are joined (:func:`pi_table.vision.reader.join_d6_numerals`). The shipped one
+(models/d6-numerals.md) was trained in three runs, each from the one before: from the numeral model
+(``--init models/numerals.onnx``), then with the photos' pip d6, then with renders of pip d6 whose "1" is a
+maker's logo (``render --logo-ones``); without those a real die's logo "1" read as a "3". As one model for both it
+lost tens dice (models/history/numerals.md, "d6 printed with numerals" and the candidates after it).
 ``--oversample d6:pips=W`` draws the pip d6, most of a render's d6, less often. ``--pip-photos DIR`` adds the
 d6 of photo folders whose dice are all printed with pips (../shared/data/real's are) to ``d6:pips``, from their
 training split only (:func:`pip_photo_dice`): a real die's logo face is no numeral.

@@ -61,6 +61,8 @@ class Score:
     sizes: dict = field(default_factory=dict)
     # The same per die material of rendered dice (LabelledDie.material): material -> Counter.
     materials: dict = field(default_factory=dict)
+    # The same per how a rendered die is printed (LabelledDie.printing: pips or numerals), whole pictures only.
+    printings: dict = field(default_factory=dict)
 
     def add(self, other: "Score") -> None:
         for name in ("images", "dice", "found", "right", "wrong_ok", "unreadable", "false_dice", "detections",
@@ -73,17 +75,18 @@ class Score:
         self.ms += other.ms
         for kind, score in other.kinds.items():
             self.kinds.setdefault(kind, Score()).add(score)
-        for mine, theirs in ((self.sizes, other.sizes), (self.materials, other.materials)):
+        for mine, theirs in ((self.sizes, other.sizes), (self.materials, other.materials), (self.printings, other.printings)):
             for group, counts in theirs.items():
                 mine.setdefault(group, Counter()).update(counts)
 
     def count_read(self, die, kind: str, face: str, threshold: float = 0.0, cocked: bool | None = None,
-                   band: str | None = None, material: str | None = None) -> None:
+                   band: str | None = None, material: str | None = None, printing: str | None = None) -> None:
         """Tally one die matched to a labelled die of ``kind``/``face``: right, wrong at ok, or
         unreadable (``cocked`` too, counted apart as well; ``cocked``: whether the labelled die
         is cocked, None when the labels do not say); with ``band`` (:func:`size_band`, the labelled
         die's, whose ``dice`` the caller counts) in :attr:`sizes` too, and with ``material`` (the
-        labelled die's, whose ``dice`` the caller counts) in :attr:`materials`.
+        labelled die's, whose ``dice`` the caller counts) in :attr:`materials`, and with ``printing`` likewise in
+        :attr:`printings`.
 
         ``die`` is read with threshold 0 (its best face, whatever its confidence), so that
         calibration compares each confidence with whether that face was right; ``threshold``
@@ -91,7 +94,8 @@ class Score:
         """
         label = f"{kind}:{face}"
         self.found += 1
-        groups = [g.setdefault(key, Counter()) for g, key in ((self.sizes, band), (self.materials, material))
+        groups = [g.setdefault(key, Counter()) for g, key in ((self.sizes, band), (self.materials, material),
+                                                               (self.printings, printing))
                   if key is not None]
         for g in groups:
             g["found"] += 1
@@ -187,6 +191,7 @@ class Score:
                             for band, c in sorted(self.sizes.items(), key=lambda bc: SIZE_BANDS.index(bc[0]))}}
                if self.sizes else {}),
             **({"by_material": {m: _group_json(c) for m, c in sorted(self.materials.items())}} if self.materials else {}),
+            **({"by_printing": {m: _group_json(c) for m, c in sorted(self.printings.items())}} if self.printings else {}),
             **({"kinds": {k: v.to_json() for k, v in sorted(self.kinds.items(), key=lambda kv: KINDS.index(kv[0]))}}
                if self.kinds else {}),
         }
@@ -322,6 +327,8 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
         by_kind[truth.kind].sizes.setdefault(size_band(truth.box), Counter())["dice"] += 1
         if truth.material is not None:
             by_kind[truth.kind].materials.setdefault(truth.material, Counter())["dice"] += 1
+        if truth.printing is not None:
+            by_kind[truth.kind].printings.setdefault(truth.printing, Counter())["dice"] += 1
     for die in reading.dice:
         by_kind[die.kind].detections += 1
     pairs = sorted(((iou(d.box, t.box), i, j) for i, d in enumerate(reading.dice) for j, t in enumerate(labelled.dice)), reverse=True)
@@ -336,7 +343,7 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
         matched[j] = i
         truth = labelled.dice[j]
         by_kind[truth.kind].count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind),
-                                       truth.cocked, size_band(truth.box), truth.material)
+                                       truth.cocked, size_band(truth.box), truth.material, truth.printing)
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
             by_kind[truth.kind].confusion[(f"{truth.kind}:{truth.face}", "-")] += 1
@@ -820,7 +827,8 @@ def format_report(result: dict) -> str:
                      f"{t['flat_read_right']:.2%} read right"
                      if "cocked_caught" in t else "")
             lines.append(f"cocked, {label}: {t['cocked']:.2%} of the dice found reported cocked{known}")
-    for key, title in (("by_size", "die size (the labelled box's long side, pixels"), ("by_material", "die material (renders' meta")):
+    for key, title in (("by_size", "die size (the labelled box's long side, pixels"), ("by_material", "die material (renders' meta"),
+                       ("by_printing", "printing (renders' meta: pips or numerals")):
         grouped = [(label, t[key]) for label, t in with_kinds if t.get(key)]
         if not grouped:
             continue

@@ -60,7 +60,7 @@
    (Hinton 2002): P(face) = P(any numbered die) x m(shape) q(face) / sum m q, with m the
    classifier's shape probabilities and q the numeral model's.
    The d6 numeral model (``models/d6-numerals.onnx``, when ``reader.json`` has ``d6_numerals``; trained
-   with ``numerals --d6``; none is shipped: models/history/numerals.md, "d6 printed with numerals")
+   with ``numerals --d6``; shipped since 2026-11-30: models/d6-numerals.md)
    reads d6 printed with numerals (classes ``d6:1`` .. ``d6:6``, and
    :data:`D6_PIPS` for a d6 printed with pips): the classifier reads pips well and numerals seldom
    surely, so a d6 left ``unreadable`` once the parts of one die are joined and dropped (at the end of
