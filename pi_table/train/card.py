@@ -597,11 +597,12 @@ def write_d6_numerals_card(args, d6n: dict, sizes: dict, threshold: float, compa
     while record and record.get("log"):  # each --init model's own run, back to the first one logged
         runs.insert(0, record["log"])
         record = record["log"].get("init")
-    commands = "\n".join(f"# {i + 1}. ({run.get('seconds', '?')} s)\n{numerals_command(run.get('args', {}))}"
-                         for i, run in enumerate(runs))
-    unlogged = (f" The first run started from `{record['file']}` (md5 {record.get('md5', '?')}), a model whose "
+    commands = "\n".join(f"# {run.get('seconds', '?')} s\n{numerals_command(run.get('args', {}))}" for run in runs)
+    unlogged = (f"\n\nThe first run below started from `{record['file']}` (md5 {record.get('md5', '?')}), a model whose "
                 "training command its log does not keep (it was trained before the trainer kept the `--init` "
-                "model's run): models/history/numerals.md, \"d6 printed with numerals\", names it." if record else "")
+                "model's run): models/history/numerals.md, \"d6 printed with numerals\", names it, and the README's "
+                "training steps give it." if record else "")
+
     def pair(key: str, wo: dict, w: dict) -> str:
         return f"{wo[key]:.2%} -> {w[key]:.2%}" if key in wo and key in w else "."
 
@@ -636,7 +637,7 @@ The reader's thresholds were chosen before it was added and not fitted again wit
 How well it reads real dice printed with numerals has not been measured: no labelled photo of one exists here.
 
 Commands that trained it (CPU, seed 0), each run starting from the one before (`--init`, a warm restart),
-the last copied into models/ (with `--out models/` it is put there and reader.json's `d6_numerals` is written):{unlogged}
+the last copied into models/ (with `--out models/` it is put there and reader.json's `d6_numerals` is written).{unlogged}
 
 ```sh
 {commands}
