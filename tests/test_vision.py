@@ -1728,32 +1728,45 @@ def test_eval_scores_dice_by_size_band(tmp_path):
     assert "by_material" not in s and "by die material" not in report  # no material labelled: no table
 
 
+def rendered_folder(root, labels: list[str], meta_dice: list[dict]):
+    """A render folder at ``root`` as the renderer writes one: one black 100x100 picture ``a.jpg``, its YOLO
+    ``labels`` (class 0 = d6 "1", ...), and its meta's ``dice``."""
+    import json
+
+    for sub in ("images", "labels", "meta"):
+        (root / sub).mkdir(parents=True)
+    (root / "classes.txt").write_text("".join(f"d6:{k + 1}\n" for k in range(6)))
+    cv2.imwrite(str(root / "images" / "a.jpg"), np.zeros((100, 100, 3), np.uint8))
+    (root / "labels" / "a.txt").write_text("".join(line + "\n" for line in labels))
+    (root / "meta" / "a.json").write_text(json.dumps({"dice": meta_dice}))
+    return root
+
+
+def scored(reader, labelled) -> dict:
+    """The eval JSON (Score.to_json) of ``reader`` on one labelled picture."""
+    from pi_table.vision.evaluate import Score, score_image
+
+    total = Score()
+    total.add(score_image(reader, labelled))
+    return total.to_json()
+
+
 def test_eval_scores_rendered_dice_by_material(tmp_path):
     """A render folder's meta gives each die's material (LabelledDie.material, read by
     load_yolo); by_material tallies them as by_size does: a marbled die read right, an
     opaque die missed and an opaque die read wrong at ok."""
-    import json
-
     from pi_table.vision.dataset import die_materials, load_yolo
     from pi_table.vision.dice import Die
-    from pi_table.vision.evaluate import Score, format_report, score_image
+    from pi_table.vision.evaluate import format_report
 
-    root = tmp_path / "renders"
-    for sub in ("images", "labels", "meta"):
-        (root / sub).mkdir(parents=True)
-    (root / "classes.txt").write_text("d6:1\nd6:2\nd6:3\n")
-    cv2.imwrite(str(root / "images" / "a.jpg"), np.zeros((100, 100, 3), np.uint8))
-    (root / "labels" / "a.txt").write_text("0 0.2 0.2 0.2 0.2\n1 0.6 0.6 0.2 0.2\n2 0.2 0.8 0.2 0.2\n")
     dice = [{"cocked": False, "material": m} for m in ("teal-white/marbled", "ivory-black/opaque", "red-white/opaque")]
-    (root / "meta" / "a.json").write_text(json.dumps({"dice": dice}))
+    root = rendered_folder(tmp_path / "renders", ["0 0.2 0.2 0.2 0.2", "1 0.6 0.6 0.2 0.2", "2 0.2 0.8 0.2 0.2"], dice)
     [labelled] = load_yolo(root)
     assert [d.material for d in labelled.dice] == ["marbled", "opaque", "opaque"]
     assert die_materials(root / "meta" / "a.json", 2) is None  # not one per labelled die
     assert die_materials(root / "meta" / "missing.json", 3) is None
     Fake = fixed_reader(Die("d6", "1", 1, (10, 10, 30, 30), 0.99, "ok"), Die("d6", "2", 2, (10, 70, 30, 90), 0.99, "ok"))
-    total = Score()
-    total.add(score_image(Fake(), labelled))
-    s = total.to_json()
+    s = scored(Fake(), labelled)
     assert s["by_material"] == {"marbled": {"dice": 1, "read_right": 1.0, "recall": 1.0, "wrong_at_ok": 0.0},
                                 "opaque": {"dice": 2, "read_right": 0.0, "recall": 0.5, "wrong_at_ok": 1.0}}
     report = format_report({"folders": {"renders": s}, "all": s})
@@ -1781,34 +1794,22 @@ def test_eval_scores_rendered_dice_by_printing(tmp_path):
     """A render's meta says how each die is printed (LabelledDie.printing: pips or numerals); by_printing
     tallies whole pictures by it, as by_material does: a d6 printed with numerals read right, one with pips
     read wrong at ok. Photos say nothing of it and get no table."""
-    import json
-
     from pi_table.vision.dataset import load_yolo
     from pi_table.vision.dice import Die
-    from pi_table.vision.evaluate import Score, format_report, score_image
+    from pi_table.vision.evaluate import format_report
 
-    root = tmp_path / "renders"
-    for sub in ("images", "labels", "meta"):
-        (root / sub).mkdir(parents=True)
-    (root / "classes.txt").write_text("d6:1\nd6:2\n")
-    cv2.imwrite(str(root / "images" / "a.jpg"), np.zeros((100, 100, 3), np.uint8))
-    (root / "labels" / "a.txt").write_text("0 0.2 0.2 0.2 0.2\n1 0.6 0.6 0.2 0.2\n")
     dice = [{"cocked": False, "material": "red-white/opaque", "printing": {"print": p}} for p in ("numerals", "pips")]
-    (root / "meta" / "a.json").write_text(json.dumps({"dice": dice}))
+    root = rendered_folder(tmp_path / "renders", ["0 0.2 0.2 0.2 0.2", "1 0.6 0.6 0.2 0.2"], dice)
     [labelled] = load_yolo(root)
     Fake = fixed_reader(Die("d6", "1", 1, (10, 10, 30, 30), 0.99, "ok"), Die("d6", "3", 3, (50, 50, 70, 70), 0.99, "ok"))
-    total = Score()
-    total.add(score_image(Fake(), labelled))
-    s = total.to_json()
+    s = scored(Fake(), labelled)
     assert s["by_printing"] == {"numerals": {"dice": 1, "read_right": 1.0, "recall": 1.0, "wrong_at_ok": 0.0},
                                 "pips": {"dice": 1, "read_right": 0.0, "recall": 1.0, "wrong_at_ok": 1.0}}
     report = format_report({"folders": {"renders": s}, "all": s})
     assert "read right by printing" in report
     (root / "meta" / "a.json").unlink()
     [labelled] = load_yolo(root)
-    total = Score()
-    total.add(score_image(Fake(), labelled))
-    assert "by_printing" not in total.to_json()
+    assert "by_printing" not in scored(Fake(), labelled)
 
 
 def test_shipped_models_fit_the_size_budget():
