@@ -1050,25 +1050,28 @@ def test_join_numerals_is_a_product_of_the_two_models():
                           [0, 0, 0, 0, 0, 0, 0.1])
 
 
-def test_join_d6_numerals_mixes_the_numeral_read_and_the_classifiers():
-    """An unsure d6's faces: D x (q(face) + (1 - the numerals' q) x the classifier's share): a numeral read
-    surely decides; pips, and a numbered die's numeral (the numeral model sees a face, the classifier the
-    die's shape), leave the classifier's read; the d6 mass, the other classes and the rows not asked stay
-    as they were."""
+def test_join_d6_numerals_joins_the_kinds_and_reads_the_numeral():
+    """An unsure d6 asked of the d6 numeral model: each kind's chance is the classifier's times the numeral model's,
+    renormalised over the die's chance (a numeral d6 the classifier takes partly for a d8 becomes a d6 when the
+    numeral model sees a d6's numeral); within d6 a numeral read surely decides and pips leave the classifier's
+    shares; a numbered kind's faces keep their shares; ``none`` and the rows not asked stay as they were."""
     from pi_table.vision.reader import D6_PIPS, join_d6_numerals
 
-    classes = ["d6:1", "d6:2", "d6:3", "d8:1", "none"]
-    numeral_classes = [D6_PIPS, "d6:1", "d6:2", "d6:3", "d8:1"]
-    p = np.array([[0.5, 0.1, 0.2, 0.1, 0.1],     # not asked
-                  [0.5, 0.1, 0.2, 0.1, 0.1],     # read as a numeral "2"
-                  [0.5, 0.1, 0.2, 0.1, 0.1]])    # pips
-    q = np.array([[0.0, 0.02, 0.88, 0.0, 0.1],   # its d8:1's 0.1 leaves the classifier's read, as pips do
-                  [0.9, 0.0, 0.0, 0.0, 0.1]])
+    classes = ["d6:1", "d6:2", "d6:3", "d8:1", "d8:2", "none"]
+    numeral_classes = [D6_PIPS, "d6:1", "d6:2", "d6:3", "d8:1", "d8:2"]
+    p = np.array([[0.3, 0.1, 0.1, 0.3, 0.1, 0.1],     # not asked
+                  [0.3, 0.1, 0.1, 0.3, 0.1, 0.1],     # a numeral "2" the classifier half takes for a d8
+                  [0.3, 0.1, 0.1, 0.3, 0.1, 0.1]])    # pips
+    q = np.array([[0.0, 0.02, 0.88, 0.0, 0.1, 0.0],
+                  [0.9, 0.0, 0.0, 0.0, 0.05, 0.05]])
     out = join_d6_numerals(p, classes, q, np.array([1, 2]), numeral_classes)
     assert out[0].tolist() == p[0].tolist()
-    np.testing.assert_allclose(out[1, :3], 0.8 * np.array([0.02, 0.88, 0.0]) + 0.1 * np.array([0.5, 0.1, 0.2]))
-    np.testing.assert_allclose(out[2, :3], p[2, :3])
-    np.testing.assert_allclose(out[:, 3:], p[:, 3:])
+    d6 = 0.9 * (0.5 * 0.9) / (0.5 * 0.9 + 0.4 * 0.1)  # the die's 0.9 shared as 0.5 x 0.9 : 0.4 x 0.1
+    np.testing.assert_allclose(out[1, :3], d6 * np.array([0.02, 0.88, 0.0]) / 0.9)
+    np.testing.assert_allclose(out[1, 3:5], (0.9 - d6) * np.array([0.75, 0.25]))  # the d8's faces keep their shares
+    d6 = 0.9 * (0.5 * 0.9) / (0.5 * 0.9 + 0.4 * 0.1)  # pips: as much a d6 as a numeral "2" is, here
+    np.testing.assert_allclose(out[2, :3], d6 * np.array([0.6, 0.2, 0.2]))  # the classifier's shares
+    np.testing.assert_allclose(out[:, 5], p[:, 5])
     np.testing.assert_allclose(out.sum(axis=1), 1.0)
     # a numeral model without d6 classes changes nothing
     assert np.array_equal(join_d6_numerals(p, classes, q[:, 1:], np.array([1, 2]), numeral_classes[1:]), p)

@@ -622,10 +622,11 @@ model is asked about such dice last (`pi_table/vision/reader.py` `DiceReader._wi
 of one die are joined and dropped, each d6 still below the reader's d6 threshold ({threshold:g}; not one of its own)
 and not cocked is read again at its box with this model too. Its {len(d6n['classes'])} classes are
 {', '.join(d6n['classes'])}: a d6's numeral, `d6:pips` for a d6 printed with pips (no numeral to read), and the
-numbered dice's numerals. Joined as P(d6:F) = P(d6) x (q(F) + r x the classifier's share of F), r the rest of q
-(`join_d6_numerals`): the numeral where it sees a d6's, the classifier's read where it sees pips or another
-die's numeral. The die takes that read only when it is then a sure d6, and keeps its box; a sure die costs
-nothing more. The net is the numeral model's (numerals.md, `NumeralNet`), on {d6n['crop_size']}x{d6n['crop_size']}
+numbered dice's numerals. Joined (`join_d6_numerals`) as a product of experts over the die's kinds (each kind's
+chance the classifier's times this model's, renormalised: the classifier sees the die's shape and often takes a
+numeral d6 for a numbered die, this model its face), and within d6 as P(F | d6) = (q(F) + q(pips) x the
+classifier's share of F) / q(d6): the numeral where it sees a d6's, the classifier's read where it sees pips.
+The die takes that read only when it is then a sure d6, and keeps its box; a sure die costs nothing more. The net is the numeral model's (numerals.md, `NumeralNet`), on {d6n['crop_size']}x{d6n['crop_size']}
 crops ({d6n['margin']} times the box). T = {d6n['temperature']:.3f}, fitted on the one render in 20 held out from
 training ({dlog.get('calib_right', 0):.1%} of {dlog.get('calib_dice', '?')} calib dice read right, labelled boxes, one view).
 The reader's thresholds were chosen before it was added and not fitted again with it.

@@ -65,10 +65,12 @@
    :data:`D6_PIPS` for a d6 printed with pips): the classifier reads pips well and numerals seldom
    surely, so a d6 left ``unreadable`` once the parts of one die are joined and dropped (at the end of
    :meth:`DiceReader.read`, or of :meth:`DiceReader.read_crop` for its one die) is read again at
-   its box with the d6 numeral model too, and its faces become P(d6) x (q(face) + r x the classifier's
-   share of the face), r the rest of q (:func:`join_d6_numerals`): the numeral where it sees a d6's, the
-   classifier's read where it sees pips or a numbered die's numeral. The die takes that read only when it
-   is a sure d6 (:meth:`DiceReader._with_d6_numerals`). Asked earlier, it read parts of numbered dice (their
+   its box with the d6 numeral model too (:func:`join_d6_numerals`): the die's kinds are joined as a
+   product of experts (the classifier sees its shape and often takes a numeral d6 for a numbered die, the
+   numeral model sees its face: a d6's numeral is not a d8's), and within d6 its faces become
+   (q(face) + q(pips) x the classifier's share of the face) / q(d6): the numeral where it sees a d6's, the
+   classifier's read where it sees pips. The die takes that read only when it is a sure d6
+   (:meth:`DiceReader._with_d6_numerals`). Asked earlier, it read parts of numbered dice (their
    numerals) as sure d6, which then were never joined. Sure dice cost nothing more.
 
 4. **Second look** (``reader.json``'s ``second_look``, views per unsure die): a die whose
@@ -1123,36 +1125,54 @@ def join_numerals(p_main: np.ndarray, main_classes: list[str], q: np.ndarray | N
 def join_d6_numerals(p: np.ndarray, classes: list[str], q: np.ndarray, rows, numeral_classes: list[str]) -> np.ndarray:
     """``p`` (NxK probabilities over ``classes``) with the d6 faces of ``rows`` read again with the numeral
     model's view of them (module docstring, "Numerals"): a d6 printed with numerals, which the classifier,
-    a reader of pips, reads unsure.
+    a reader of pips, reads unsure, and often takes for a numbered die's shape.
 
     Args:
-        p: NxK float probabilities; its d6 faces (``d6:1`` .. ``d6:6``) sum to D, the chance of a d6.
+        p: NxK float probabilities; its d6 faces (``d6:1`` .. ``d6:6``) sum to D, the chance of a d6, and each
+            numbered kind's faces to that kind's chance.
         q: RxF float probabilities over ``numeral_classes`` for the boxes ``rows`` (R indices into N),
             which must hold :data:`D6_PIPS` (else ``p`` is returned as it was).
 
     Returns:
-        NxK float64: for each of ``rows``, ``d6:F`` gets D x (q(``d6:F``) + r x c(F)), r the rest of q
-        (:data:`D6_PIPS` and the numbered dice' numerals) and c(F) the classifier's share of D on face F:
-        a mixture, the numeral read where the face is a d6's numeral and the classifier's where it is pips,
-        or a numeral the numeral model takes for a numbered die's (it sees one face, the classifier the
-        die's shape; models/history/numerals.md, "d6 printed with numerals"). D and every other class as
-        they were. Other rows unchanged.
+        NxK float64. For each of ``rows``, the kinds both models read (d6, and each numbered kind with
+        numerals in ``numeral_classes``) are joined as a product of experts (Hinton 2002), as the numerals
+        are (:func:`join_numerals`): each kind's chance becomes proportional to the classifier's times the
+        numeral model's (for d6, q's d6 numerals and :data:`D6_PIPS`), the chance of a die of those kinds
+        kept: the classifier sees the die's shape, the numeral model its face, and a d6's numeral is not a
+        d8's. Within d6, face F gets (q(``d6:F``) + q(:data:`D6_PIPS`) x c(F)) / q(d6), c(F) the classifier's
+        share of D: the numeral read where the face is a d6's numeral, the classifier's where it is pips
+        (models/history/numerals.md, "d6 printed with numerals"). A numbered kind's faces keep their shares;
+        ``none`` and the kinds q does not read stay as they were; other rows unchanged.
     """
     out = np.array(p, np.float64)
     faces = [c for c in classes if c.startswith("d6:")]
     if not len(rows) or D6_PIPS not in numeral_classes or not faces:
         return out
-    cols = [classes.index(c) for c in faces]
+    rows = np.asarray(rows)
     q = np.asarray(q, np.float64)
-    numerals = np.stack([q[:, numeral_classes.index(c)] if c in numeral_classes else np.zeros(len(rows))
-                         for c in faces], axis=1)  # R x faces
     total = q.sum(axis=1)
-    numerals = numerals / np.where(total > 0, total, 1.0)[:, None]
-    rest = 1.0 - numerals.sum(axis=1)  # pips, and any numbered die's numeral
-    d6 = out[np.ix_(rows, cols)]
-    mass = d6.sum(axis=1, keepdims=True)
-    share = d6 / np.where(mass > 0, mass, 1.0)
-    out[np.ix_(rows, cols)] = mass * (numerals + rest[:, None] * share)
+    q = q / np.where(total > 0, total, 1.0)[:, None]
+    kind_of = [c.split(":")[0] for c in classes]
+    q_kind_of = [c.split(":")[0] for c in numeral_classes]
+    kinds = [k for k in dict.fromkeys(kind_of) if k != "none" and k in q_kind_of]
+    cols = {k: [j for j, c in enumerate(kind_of) if c == k] for k in kinds}
+    mass = np.stack([out[np.ix_(rows, cols[k])].sum(axis=1) for k in kinds], axis=1)  # R x kinds: the classifier's
+    votes = np.stack([q[:, [i for i, c in enumerate(q_kind_of) if c == k]].sum(axis=1) for k in kinds], axis=1)
+    joint = mass * votes
+    norm = joint.sum(axis=1, keepdims=True)
+    joined = np.where(norm > 0, mass.sum(axis=1, keepdims=True) * joint / np.where(norm > 0, norm, 1.0), mass)
+    for n, k in enumerate(kinds):
+        block = out[np.ix_(rows, cols[k])]
+        if k == "d6":
+            numerals = np.stack([q[:, numeral_classes.index(c)] if c in numeral_classes else np.zeros(len(rows))
+                                 for c in faces], axis=1)  # R x faces
+            share = block / np.where(mass[:, n:n + 1] > 0, mass[:, n:n + 1], 1.0)
+            within = numerals + q[:, [numeral_classes.index(D6_PIPS)]] * share
+            d6_vote = votes[:, n:n + 1]
+            within = np.where(d6_vote > 0, within / np.where(d6_vote > 0, d6_vote, 1.0), share)
+        else:
+            within = block / np.where(mass[:, n:n + 1] > 0, mass[:, n:n + 1], 1.0)
+        out[np.ix_(rows, cols[k])] = joined[:, n:n + 1] * within
     return out
 
 
