@@ -1162,16 +1162,14 @@ def join_d6_numerals(p: np.ndarray, classes: list[str], q: np.ndarray, rows, num
     norm = joint.sum(axis=1, keepdims=True)
     joined = np.where(norm > 0, mass.sum(axis=1, keepdims=True) * joint / np.where(norm > 0, norm, 1.0), mass)
     for n, k in enumerate(kinds):
-        block = out[np.ix_(rows, cols[k])]
-        if k == "d6":
+        kind_mass = mass[:, n:n + 1]
+        within = out[np.ix_(rows, cols[k])] / np.where(kind_mass > 0, kind_mass, 1.0)  # the classifier's shares
+        if k == "d6":  # the numeral where q reads a d6's, the classifier's shares where it reads pips
             numerals = np.stack([q[:, numeral_classes.index(c)] if c in numeral_classes else np.zeros(len(rows))
                                  for c in faces], axis=1)  # R x faces
-            share = block / np.where(mass[:, n:n + 1] > 0, mass[:, n:n + 1], 1.0)
-            within = numerals + q[:, [numeral_classes.index(D6_PIPS)]] * share
-            d6_vote = votes[:, n:n + 1]
-            within = np.where(d6_vote > 0, within / np.where(d6_vote > 0, d6_vote, 1.0), share)
-        else:
-            within = block / np.where(mass[:, n:n + 1] > 0, mass[:, n:n + 1], 1.0)
+            vote = votes[:, n:n + 1]
+            mixed = numerals + q[:, [numeral_classes.index(D6_PIPS)]] * within
+            within = np.where(vote > 0, mixed / np.where(vote > 0, vote, 1.0), within)
         out[np.ix_(rows, cols[k])] = joined[:, n:n + 1] * within
     return out
 
