@@ -1069,8 +1069,8 @@ def test_join_d6_numerals_joins_the_kinds_and_reads_the_numeral():
     d6 = 0.9 * (0.5 * 0.9) / (0.5 * 0.9 + 0.4 * 0.1)  # the die's 0.9 shared as 0.5 x 0.9 : 0.4 x 0.1
     np.testing.assert_allclose(out[1, :3], d6 * np.array([0.02, 0.88, 0.0]) / 0.9)
     np.testing.assert_allclose(out[1, 3:5], (0.9 - d6) * np.array([0.75, 0.25]))  # the d8's faces keep their shares
-    d6 = 0.9 * (0.5 * 0.9) / (0.5 * 0.9 + 0.4 * 0.1)  # pips: as much a d6 as a numeral "2" is, here
-    np.testing.assert_allclose(out[2, :3], d6 * np.array([0.6, 0.2, 0.2]))  # the classifier's shares
+    # pips: here as much a d6 as the numeral "2" (q's d6 mass 0.9 against the d8's 0.1 again), the classifier's shares
+    np.testing.assert_allclose(out[2, :3], d6 * np.array([0.6, 0.2, 0.2]))
     np.testing.assert_allclose(out[:, 5], p[:, 5])
     np.testing.assert_allclose(out.sum(axis=1), 1.0)
     # a numeral model without d6 classes changes nothing
