@@ -960,7 +960,7 @@ def test_crowded_crop_read_needs_separate_dice_a_die_sized_read_and_an_unsure_fi
     monkeypatch.setattr(reader, "_boxes", lambda *a, **k: list(boxes))
     monkeypatch.setattr(reader, "_sure_dice", lambda image, bs: asked.append(list(bs)) or sure_dice["n"])
 
-    def fake_dice(image, found, kinds, refine, threshold):
+    def fake_dice(image, found, kinds, refine, threshold, scores=None):
         read_at.append(found[0])
         return [Die("d6", "3", 3, again["box"], again["confidence"], "ok")]
 
@@ -1077,12 +1077,17 @@ def test_join_d6_numerals_joins_the_kinds_and_reads_the_numeral():
     assert np.array_equal(join_d6_numerals(p, classes, q[:, 1:], np.array([1, 2]), numeral_classes[1:]), p)
 
 
-def test_an_unsure_d6_is_read_by_the_d6_numeral_model(reader, monkeypatch):
-    """With a d6 numeral model (``reader.json``'s ``d6_numerals``), a read that asks for it
-    (:meth:`_with_d6_numerals`'s) has a d6 the classifier reads under the d6 threshold read by it too (a
-    numeral "4" decides, pips leave the classifier's read); a sure d6 and a box the classifier calls
-    ``none`` are not asked; numbered dice are read by the numeral model as before, and the reader's classes
-    gain nothing. A first read does not ask it."""
+def test_an_unsure_d6_is_read_by_the_d6_numeral_model_with_its_first_read(reader, monkeypatch):
+    """With a d6 numeral model (``reader.json``'s ``d6_numerals``), a first read (:meth:`_dice`) does not ask
+    it, and keeps each box's probabilities; :meth:`_with_d6_numerals` then asks it about each d6 left under
+    the d6 threshold (whatever threshold the caller reads at: ``pi-table eval`` reads at 0), joins its read
+    with the die's first without running the classifier again, and takes the result only when it is a sure
+    d6, keeping the die's box: a numeral "4" decides, pips leave the classifier's read, a numeral that is a
+    d8's leaves the die as it was. Sure dice, cocked dice, other kinds and a die whose box has no first read
+    are not asked; without the model nothing is."""
+    from dataclasses import replace
+
+    from pi_table.vision.dice import Die
     from pi_table.vision.reader import D6_PIPS
 
     main = reader.classifier.classes
@@ -1092,10 +1097,10 @@ def test_an_unsure_d6_is_read_by_the_d6_numeral_model(reader, monkeypatch):
             out[main.index(c.replace("_", ":"))] = v
         return out
 
-    rows = {0: row(d6_3=0.99, none=0.01), 1: row(d6_3=0.5, d6_5=0.4, none=0.1), 2: row(d6_3=0.5, d6_5=0.4, none=0.1),
-            3: row(**{"d8_*": 0.9, "none": 0.1}), 4: row(d6_3=0.3, none=0.7)}
-    boxes = [(10.0 * i, 0.0, 10.0 * i + 8, 8.0) for i in rows]
-    said = {10.0: "d6:4", 20.0: D6_PIPS, 30.0: "d8:7"}
+    rows = [row(d6_3=0.99, none=0.01), row(d6_3=0.55, d6_5=0.44, none=0.01), row(d6_3=0.55, d6_5=0.44, none=0.01),
+            row(**{"d8_*": 0.9, "none": 0.1}), row(d6_3=0.3, none=0.7), row(**{"d6_3": 0.5, "d8_*": 0.45, "none": 0.05})]
+    boxes = [(10.0 * i, 0.0, 10.0 * i + 8, 8.0) for i in range(len(rows))]
+    said = {10.0: "d6:4", 20.0: D6_PIPS, 30.0: "d8:7", 50.0: "d8:7"}
 
     class Numerals:
         def __init__(self, classes):
@@ -1115,65 +1120,47 @@ def test_an_unsure_d6_is_read_by_the_d6_numeral_model(reader, monkeypatch):
             return z / z.sum(axis=1, keepdims=True)
 
     classes_before = list(reader.classes)
-    numerals, d6 = Numerals(reader.numerals.classes), Numerals([D6_PIPS] + [f"d6:{f}" for f in range(1, 7)])
-    monkeypatch.setattr(reader, "boxes_and_logits", lambda image, b, refine=None: (list(b), np.stack([rows[i] for i in range(len(b))])))
+    numerals = Numerals(reader.numerals.classes)
+    d6 = Numerals([D6_PIPS] + [f"d6:{f}" for f in range(1, 7)] + ["d8:7"])
+    monkeypatch.setattr(reader, "boxes_and_logits", lambda image, b, refine=None: (list(b), np.stack([rows[int(x[0] // 10)] for x in b])))
     monkeypatch.setattr(reader.classifier, "calibrated", lambda z: np.asarray(z, np.float64))
     monkeypatch.setattr(reader, "numerals", numerals)
     monkeypatch.setattr(reader, "d6_numerals", d6)
+    monkeypatch.setattr(reader, "cocked", None)
     monkeypatch.setattr(reader, "second_look", 1)
-    _, first, _ = reader._joined(None, boxes, None, None)
-    assert d6.asked == [] and numerals.asked == [30.0]
-    assert reader.classes[first[1].argmax()] == "d6:3"
+    monkeypatch.setattr(reader, "refine_unsure", 0)
+    scores: dict = {}
+    dice = reader._dice(None, boxes, None, False, scores=scores)
+    assert d6.asked == [] and numerals.asked == [30.0, 50.0]  # a first read does not ask it
+    assert [d.box[0] for d in dice] == [0.0, 10.0, 20.0, 30.0, 50.0] and set(scores) == set(boxes)
+    assert [(d.kind, d.face, d.status) for d in dice] == [("d6", "3", "ok"), ("d6", "", "unreadable"),
+                                                           ("d6", "", "unreadable"), ("d8", "", "unreadable"),
+                                                           ("d6", "", "unreadable")]
+    cocked = Die("d6", "", 0, (60.0, 0.0, 68.0, 8.0), 0.5, "cocked", 0.5)
+    unknown = Die("d6", "", 0, (70.0, 0.0, 78.0, 8.0), 0.5, "unreadable", 0.5)  # a box no first read kept
+    dice += [cocked, unknown]
+
+    def no_classifier(*a, **k):
+        raise AssertionError("the classifier is run again")
+
+    monkeypatch.setattr(reader, "boxes_and_logits", no_classifier)
     numerals.asked = []
-    _, p, _ = reader._joined(None, boxes, None, None, True)
-    assert d6.asked == [10.0, 20.0] and numerals.asked == [30.0]  # not the sure d6, nor the none
-    classes = reader.classes
-    assert classes == classes_before
-    assert classes[p[1].argmax()] == "d6:4" and p[1].max() > 0.89  # a numeral "4": 0.9 x its share
-    assert classes[p[2].argmax()] == "d6:3" and abs(p[2, classes.index("d6:3")] - 0.5) < 0.01  # pips: as read
-    assert classes[p[3].argmax()] == "d8:7" and classes[p[0].argmax()] == "d6:3" and p[0].max() == np.float32(0.99)
-    assert classes[p[4].argmax()] == "none"
-    monkeypatch.setattr(reader, "d6_numerals", None)  # without the model the unsure d6 keep the classifier's read
-    _, p, _ = reader._joined(None, boxes, None, None, True)
-    assert classes[p[1].argmax()] == "d6:3"
-
-
-def test_the_d6_numeral_model_reads_again_only_the_dice_left_unreadable_d6(reader, monkeypatch):
-    """:meth:`_with_d6_numerals`: after the parts are joined, each d6 under the d6 threshold (whatever
-    threshold the caller reads at: ``pi-table eval`` reads at 0) is read again at its box (no box moves, the
-    d6 numeral model asked) and takes that read only when it is a sure d6, keeping its box; sure dice,
-    cocked dice and other kinds are not read again; without the model nothing is."""
-    from dataclasses import replace
-
-    from pi_table.vision.dice import Die
-
-    def die(kind, face, status, x):
-        return Die(kind, face, int(face or 0), (x, 0.0, x + 8, 8.0), 0.99 if status == "ok" else 0.5, status, 0.5)
-
-    dice = [die("d6", "3", "ok", 0.0), die("d6", "", "unreadable", 10.0), die("d6", "", "unreadable", 20.0),
-            die("d8", "", "unreadable", 30.0), die("d6", "", "cocked", 40.0), die("d6", "", "unreadable", 50.0)]
-    again = {10.0: die("d6", "4", "ok", 11.0), 20.0: die("d6", "", "unreadable", 21.0), 50.0: die("d8", "2", "ok", 51.0)}
-    asked = []
-
-    def reread(image, boxes, kinds, crop_mode, threshold=None, refine=None, d6_numerals=False):
-        asked.append((boxes[0][0], crop_mode, refine, d6_numerals))
-        return [again[boxes[0][0]]]
-
-    monkeypatch.setattr(reader, "_dice", reread)
-    monkeypatch.setattr(reader, "d6_numerals", None)
-    assert reader._with_d6_numerals(None, dice, None, False, None) == dice and asked == []
-    monkeypatch.setattr(reader, "d6_numerals", object())
-    out = reader._with_d6_numerals(None, dice, None, True, None)
-    assert asked == [(10.0, True, 0, True), (20.0, True, 0, True), (50.0, True, 0, True)]
-    assert out[1].face == "4" and out[1].status == "ok" and out[1].box == dice[1].box
-    assert out[:1] + out[2:] == dice[:1] + dice[2:]  # unsure again, or read as another kind: as it was
+    out = reader._with_d6_numerals(None, dice, None, False, None, scores)
+    assert d6.asked == [10.0, 20.0, 50.0] and numerals.asked == []  # not the sure d6, the d8, the cocked, the unknown
+    assert (out[1].kind, out[1].face, out[1].status, out[1].box) == ("d6", "4", "ok", dice[1].box)
+    assert out[1].confidence > 0.97  # a numeral "4" at 0.994 of the d6's 0.99
+    assert out[:1] + out[2:] == dice[:1] + dice[2:]  # pips: as read; a d8's numeral: as it was
+    assert reader.classes == classes_before
     # read at threshold 0 (as pi-table eval reads), an unsure d6 is "ok" with its best face: asked all the same
-    at_zero = [replace(d, face="3", status="ok") if d.status == "unreadable" else d for d in dice]
-    again[20.0] = replace(again[20.0], face="3", status="ok")
-    asked.clear()
-    out = reader._with_d6_numerals(None, at_zero, None, False, 0.0)
-    assert [a[0] for a in asked] == [10.0, 20.0, 50.0]
-    assert out[1].face == "4" and out[:1] + out[2:] == at_zero[:1] + at_zero[2:]
+    at_zero = [replace(d, face="3", value=3, status="ok") if d.status == "unreadable" and d.kind == "d6" else d
+               for d in dice]
+    d6.asked = []
+    out = reader._with_d6_numerals(None, at_zero, None, False, 0.0, scores)
+    assert d6.asked == [10.0, 20.0, 50.0]
+    assert out[1].face == "4" and out[2].face == "3" and out[2].confidence < 0.94  # pips at threshold 0: its best face
+    d6.asked = []
+    monkeypatch.setattr(reader, "d6_numerals", None)  # without the model the unsure d6 keep the classifier's read
+    assert reader._with_d6_numerals(None, dice, None, False, None, scores) == dice and d6.asked == []
 
 
 def read_with_settings(tmp_path, change) -> subprocess.CompletedProcess:
@@ -1300,17 +1287,19 @@ def test_an_unsure_numbered_die_is_read_again_from_the_placed_box(reader, monkey
              (60, 0, 70, 10): ("d8:5", 0.9)}
     calls = []
 
-    def joined(image, boxes, kinds, refine, d6_numerals=False):
+    def joined(image, boxes, kinds, refine):  # the probabilities before kinds: p + 1, to tell them apart
         calls.append(([tuple(b) for b in boxes], refine))
         if refine is None or refine == 2:  # a first read (or a crop's): each box placed 1 pixel right
             placed = [(b[0] + 1, b[1], b[2] + 1, b[3]) for b in boxes]
-            return placed, np.stack([row(*first[tuple(b)]) for b in boxes]), np.ones(len(boxes))
-        return [(b[0] + 5, b[1], b[2] + 5, b[3]) for b in boxes], np.stack([row("d10:3", 0.995) for b in boxes]), \
-            np.full(len(boxes), 0.5)
+            p = np.stack([row(*first[tuple(b)]) for b in boxes])
+            return placed, p, np.ones(len(boxes)), p + 1
+        p = np.stack([row("d10:3", 0.995) for b in boxes])
+        return [(b[0] + 5, b[1], b[2] + 5, b[3]) for b in boxes], p, np.full(len(boxes), 0.5), p + 1
 
     monkeypatch.setattr(reader, "_joined", joined)
     monkeypatch.setattr(reader, "refine_unsure", 1)
-    boxes, p, shares = reader._classify(None, list(first), None, None)
+    boxes, p, shares, p_all = reader._classify(None, list(first), None, None)
+    assert np.array_equal(p_all, p + 1)  # each row's own read, replaced with it
     # the unsure d10 and d8 read again from their placed boxes, with NUMBERED_RECUT passes; no other box
     assert calls[1] == ([(1, 0, 11, 10), (61, 0, 71, 10)], reader_module.NUMBERED_RECUT) and len(calls) == 2
     assert boxes == [(6, 0, 16, 10), (21, 0, 31, 10), (41, 0, 51, 10), (66, 0, 76, 10)]
@@ -2487,7 +2476,7 @@ def test_a_second_smaller_box_inside_one_die_is_not_another_die(reader, monkeypa
     half_in = Die("d6", "", 0, (560, 698, 700, 838), 0.3, "unreadable", 0.3)  # 140 px, 61% inside
     found = {"dice": [whole, face]}
     monkeypatch.setattr(reader, "_boxes", lambda *a: [d.box for d in found["dice"]])
-    monkeypatch.setattr(reader, "_dice", lambda *a: list(found["dice"]))
+    monkeypatch.setattr(reader, "_dice", lambda *a, **k: list(found["dice"]))
     monkeypatch.setattr(reader, "d6_numerals", None)  # its last look at unsure d6 is another test's
     assert list(reader.read(image).dice) == [whole]
     found["dice"] = [whole, cocked_face]
@@ -2520,7 +2509,7 @@ def test_an_unsure_part_at_a_dies_rim_is_not_another_die(reader, monkeypatch):
     half_out = Die("d6", "", 0, (630, 450, 690, 510), 0.27, "unreadable", 0.27)  # half of it beyond 660
     found = {"dice": [top, rim]}
     monkeypatch.setattr(reader, "_boxes", lambda *a: [d.box for d in found["dice"]])
-    monkeypatch.setattr(reader, "_dice", lambda *a: list(found["dice"]))
+    monkeypatch.setattr(reader, "_dice", lambda *a, **k: list(found["dice"]))
     monkeypatch.setattr(reader, "d6_numerals", None)  # its last look at unsure d6 is another test's
     monkeypatch.setattr(reader, "_with_parts_joined", lambda image, dice, *a: dice)
     assert list(reader.read(image).dice) == [top]
@@ -2555,7 +2544,7 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
     union_read = []
     confirmed = {"yes": False}
 
-    def fake_dice(image, boxes, kinds, crop_mode, threshold):
+    def fake_dice(image, boxes, kinds, crop_mode, threshold, scores=None):
         union_read.append(tuple(boxes[0]))
         return [read_again["die"]] if read_again["die"] else []
 
@@ -2591,7 +2580,7 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
     right = [unsure((320, 320, 340, 340)), unsure((350, 350, 370, 370))]
     found_right = Die("d6", "4", 4, (310, 310, 380, 380), 0.999, "ok", 0.999)
     big_unsure = Die("d6", "", 0, (0, 0, 400, 400), 0.3, "unreadable", 0.3)
-    monkeypatch.setattr(reader, "_dice", lambda image, boxes, *a: [big_unsure if boxes[0][0] < 100 else found_right])
+    monkeypatch.setattr(reader, "_dice", lambda image, boxes, *a, **k: [big_unsure if boxes[0][0] < 100 else found_right])
     assert reader._with_parts_joined(image, left + right, None, None) == left + [found_right]
     monkeypatch.setattr(reader, "_dice", fake_dice)
     read_again["die"] = None
@@ -2617,7 +2606,7 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
     monkeypatch.setattr(reader, "join_parts", False)
     monkeypatch.setattr(reader, "d6_numerals", None)  # its last look at unsure d6 is another test's
     monkeypatch.setattr(reader, "_boxes", lambda *a: [p.box for p in pips])
-    monkeypatch.setattr(reader, "_dice", lambda image, boxes, *a: list(pips))
+    monkeypatch.setattr(reader, "_dice", lambda image, boxes, *a, **k: list(pips))
     assert list(reader.read(image).dice) == pips  # reader.json's join_parts false: read as before
 
 

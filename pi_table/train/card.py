@@ -620,7 +620,8 @@ Size {sizes.get('d6-numerals.onnx', 0) / 1e6:.2f} MB. The classifier (classifier
 printed with pips, and seldom reads a d6 printed with numerals (1 to 6) surely: it leaves it `unreadable`. This
 model is asked about such dice last (`pi_table/vision/reader.py` `DiceReader._with_d6_numerals`): once the parts
 of one die are joined and dropped, each d6 still below the reader's d6 threshold ({threshold:g}; not one of its own)
-and not cocked is read again at its box with this model too. Its {len(d6n['classes'])} classes are
+and not cocked is read by this model at its box, and that read joined with the die's first (the classifier is not
+run again: models/history/d6-numerals.md, "The first read joined"). Its {len(d6n['classes'])} classes are
 {', '.join(d6n['classes'])}: a d6's numeral, `d6:pips` for a d6 printed with pips (no numeral to read), and the
 numbered dice's numerals. Joined (`join_d6_numerals`) as a product of experts over the die's kinds (each kind's
 chance the classifier's times this model's, renormalised: the classifier sees the die's shape and often takes a

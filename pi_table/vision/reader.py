@@ -64,8 +64,8 @@
    reads d6 printed with numerals (classes ``d6:1`` .. ``d6:6``, and
    :data:`D6_PIPS` for a d6 printed with pips): the classifier reads pips well and numerals seldom
    surely, so a d6 left ``unreadable`` once the parts of one die are joined and dropped (at the end of
-   :meth:`DiceReader.read`, or of :meth:`DiceReader.read_crop` for its one die) is read again at
-   its box with the d6 numeral model too (:func:`join_d6_numerals`): the die's kinds are joined as a
+   :meth:`DiceReader.read`, or of :meth:`DiceReader.read_crop` for its one die) is read by the d6 numeral
+   model at its box, and that read joined with the die's first (:func:`join_d6_numerals`): the die's kinds are joined as a
    product of experts (the classifier sees its shape and often takes a numeral d6 for a numbered die, the
    numeral model sees its face: a d6's numeral is not a d8's), and within d6 its faces become
    (q(face) + q(pips) x the classifier's share of the face) / q(d6): the numeral where it sees a d6's, the
@@ -1433,13 +1433,13 @@ class DiceReader:
         """Boxes as :meth:`boxes_and_logits` moves them, and NxK float32 calibrated probabilities
         over :attr:`classes` (numbered dice read by the numeral model, module docstring).
         Classes of kinds not in ``kinds`` get 0 and the rest are scaled back to sum 1."""
-        boxes, p, _ = self._classify(image, boxes, kinds, refine)
+        boxes, p, _, _ = self._classify(image, boxes, kinds, refine)
         return boxes, p
 
-    def _classify(self, image: np.ndarray, boxes, kinds, refine: int | None,
-                  d6_numerals: bool = False) -> tuple[list, np.ndarray, np.ndarray]:
-        """:meth:`classify`'s boxes and probabilities, and per box the share of its die probability
-        (all but ``none``) that lay in ``kinds`` before the others were zeroed (1.0 without ``kinds``).
+    def _classify(self, image: np.ndarray, boxes, kinds, refine: int | None) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`classify`'s boxes and probabilities, per box the share of its die probability
+        (all but ``none``) that lay in ``kinds`` before the others were zeroed (1.0 without ``kinds``),
+        and the probabilities before ``kinds`` (NxK float64: what :meth:`_with_d6_numerals` joins again).
 
         With ``refine`` None and ``refine_unsure`` passes, a die whose best face is a numbered kind's
         and under that kind's threshold is read again, each pass, from the box the box head placed
@@ -1448,26 +1448,16 @@ class DiceReader:
         and the numeral model is more sensitive to where its crop is cut (models/history/numerals.md,
         "Unsure numerals cut again"). Each such read is :data:`NUMBERED_RECUT` classifier passes, the
         box moved by each, before the numerals are read."""
-        boxes, p, shares = self._joined(image, boxes, kinds, refine, d6_numerals)
+        boxes, p, shares, p_all = self._joined(image, boxes, kinds, refine)
         for _ in range(self.refine_unsure if refine is None and self.numerals is not None else 0):
             rows = self._unsure_numbered(p)
             if not len(rows):
                 break
-            again, p_again, shares_again = self._joined(image, [boxes[i] for i in rows], kinds, NUMBERED_RECUT,
-                                                        d6_numerals)
-            boxes, p, shares = list(boxes), p.copy(), shares.copy()
+            again, p_again, shares_again, all_again = self._joined(image, [boxes[i] for i in rows], kinds, NUMBERED_RECUT)
+            boxes, p, shares, p_all = list(boxes), p.copy(), shares.copy(), p_all.copy()
             for j, i in enumerate(rows):
-                boxes[i], p[i], shares[i] = again[j], p_again[j], shares_again[j]
-        return boxes, p, shares
-
-    def _unsure_d6(self, p_main: np.ndarray) -> np.ndarray:
-        """Indices of the rows of the classifier's NxC calibrated probabilities that are unsure dice
-        (:meth:`_unsure_rows`) whose best class is a d6 face: the d6 the d6 numeral model is asked about
-        (:func:`join_d6_numerals`; a d6 printed with numerals is one the classifier, a reader of pips,
-        seldom reads surely)."""
-        rows, best = self._unsure_in(p_main)
-        is_d6 = np.array([c.startswith("d6:") for c in self.classifier.classes])
-        return rows[is_d6[best[rows]]]
+                boxes[i], p[i], shares[i], p_all[i] = again[j], p_again[j], shares_again[j], all_again[j]
+        return boxes, p, shares, p_all
 
     def _unsure_numbered(self, p: np.ndarray) -> np.ndarray:
         """Indices of the rows of ``p`` (NxK probabilities over :attr:`classes`) whose best face is one
@@ -1494,10 +1484,9 @@ class DiceReader:
         shares = (faces[np.arange(len(faces)), best] / np.where(totals > 0, totals, 1)).astype(np.float64)
         return best, shares, not_die, totals
 
-    def _joined(self, image: np.ndarray, boxes, kinds, refine: int | None,
-                d6_numerals: bool = False) -> tuple[list, np.ndarray, np.ndarray]:
-        """:meth:`_classify`'s boxes, probabilities and shares from one read of ``boxes``
-        (:meth:`boxes_and_logits`, then the numerals joined)."""
+    def _joined(self, image: np.ndarray, boxes, kinds, refine: int | None) -> tuple[list, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_classify`'s boxes, probabilities, shares and probabilities before ``kinds`` from one
+        read of ``boxes`` (:meth:`boxes_and_logits`, then the numerals joined)."""
         boxes, logits = self.boxes_and_logits(image, boxes, refine)
         p_main = self.classifier.calibrated(logits)
         q, rows = None, np.zeros(0, int)
@@ -1508,11 +1497,13 @@ class DiceReader:
                 q = self.numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in rows]))
                 q = q[:, [self.numerals.classes.index(c) for c in self.numbered_classes]]
         p = join_numerals(p_main, self.classifier.classes, q, rows, self.numbered_classes, self.classes)
-        d6_rows = self._unsure_d6(p_main) if d6_numerals and self.d6_numerals is not None else np.zeros(0, int)
-        if len(d6_rows):
-            q6 = self.d6_numerals.calibrated(self._numeral_logits(image, [boxes[i] for i in d6_rows], self.d6_numerals))
-            p = join_d6_numerals(p, self.classes, q6, d6_rows, self.d6_numerals.classes)
-        shares = np.ones(len(p))
+        return (boxes, *self._in_kinds(p, kinds), p)
+
+    def _in_kinds(self, p: np.ndarray, kinds) -> tuple[np.ndarray, np.ndarray]:
+        """``p`` (NxK probabilities over :attr:`classes`) with the classes of kinds not in ``kinds`` zeroed and
+        each row scaled back to sum 1 (NxK float32), and per row the share of its die probability (all but
+        ``none``) that lay in ``kinds`` before (N float64; 1.0 throughout without ``kinds``)."""
+        p, shares = np.array(p), np.ones(len(p))  # a copy: the caller keeps its p
         if kinds is not None:
             allowed = np.array([c == "none" or c.split(":")[0] in kinds for c in self.classes])
             die = np.array([c != "none" for c in self.classes])
@@ -1521,7 +1512,7 @@ class DiceReader:
             p[:, ~allowed] = 0.0
             total = p.sum(axis=1, keepdims=True)
             p = p / np.where(total > 0, total, 1.0)
-        return boxes, p.astype(np.float32), shares
+        return np.asarray(p, np.float32), shares
 
     def cocked_probability(self, image: np.ndarray, boxes) -> np.ndarray:
         """N float64 calibrated chances that the die in each of ``boxes`` (x0, y0, x1, y1 pixels
@@ -1539,16 +1530,27 @@ class DiceReader:
         return p[:, self.cocked.classes.index("cocked")]
 
     def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None,
-              refine: int | None = None, d6_numerals: bool = False) -> list[Die]:
+              refine: int | None = None, scores: dict | None = None) -> list[Die]:
         """The dice in ``boxes`` of ``image`` (HxWx3 uint8 BGR): read, unreadable or cocked; with
         ``kinds``, a box whose die probability lies mostly (all but :data:`OTHER_KIND`) in kinds left
         out is left out too, or, in a crop (``crop_mode``), reported ``unreadable``: the kinds
         restriction scales the rest back up, which read such a die surely as a kind it is not.
         ``refine``: the box head's passes (:meth:`boxes_and_logits`; default :data:`CROP_PASSES` in a crop,
-        else ``reader.json``'s); ``d6_numerals``: ask the d6 numeral model too (:meth:`_with_d6_numerals`)."""
+        else ``reader.json``'s). ``scores``: a dict that gets, for each box as read (a die's ``box``), its
+        probabilities over :attr:`classes` before ``kinds`` (K float64), for :meth:`_with_d6_numerals`."""
         if refine is None:
             refine = CROP_PASSES if crop_mode else None
-        boxes, probs, shares_in_kinds = self._classify(image, boxes, kinds, refine, d6_numerals)
+        boxes, probs, shares_in_kinds, p_all = self._classify(image, boxes, kinds, refine)
+        if scores is not None:
+            scores.update(zip(boxes, p_all))
+        return self._dice_from(image, boxes, probs, shares_in_kinds, kinds, crop_mode, threshold)
+
+    def _dice_from(self, image: np.ndarray, boxes, probs: np.ndarray, shares_in_kinds, kinds, crop_mode: bool,
+                   threshold: float | None) -> list[Die]:
+        """:meth:`_dice`'s dice from the classes' probabilities ``probs`` (NxK over :attr:`classes`, ``kinds``
+        applied) and shares of each box's die probability in ``kinds`` (N, :meth:`_in_kinds`) of ``boxes``
+        (x0, y0, x1, y1 pixels of ``image``, HxWx3 uint8 BGR): the ``none`` rule, the threshold, the cocked-die
+        model and the parts of bigger dice as :meth:`_dice` applies them."""
         classes = self.classes
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
         dice = []
@@ -1711,36 +1713,47 @@ class DiceReader:
         self._check_image(image)
         start = time.perf_counter()
         boxes = self._boxes(image, self.zoom_in)
-        dice = self._dice(image, boxes, kinds, False, threshold) if boxes else []
+        scores: dict = {}  # each box's first read, for the d6 numeral model's join
+        dice = self._dice(image, boxes, kinds, False, threshold, scores=scores) if boxes else []
         if self.join_parts:
-            dice = self._with_parts_joined(image, dice, kinds, threshold)
+            dice = self._with_parts_joined(image, dice, kinds, threshold, scores)
         dice = self._without_parts(dice, NEST_SIZE, NEST_INSIDE)  # second boxes on one die
         dice = self._without_parts(dice, RIM_SIZE, RIM_INSIDE, RIM_GROW)  # parts at a die's rim
-        dice = self._with_d6_numerals(image, dice, kinds, False, threshold)
+        dice = self._with_d6_numerals(image, dice, kinds, False, threshold, scores)
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
 
     def _with_d6_numerals(self, image: np.ndarray, dice: list[Die], kinds, crop_mode: bool,
-                          threshold: float | None) -> list[Die]:
+                          threshold: float | None, scores: dict) -> list[Die]:
         """``dice`` (read from ``image``, HxWx3 uint8 BGR) with each d6 not surely read (under the d6
         threshold in ``reader.json``, whatever ``threshold`` the caller reads at, as :meth:`_unsure`; not
-        cocked) read again at its box with the d6 numeral model too (``reader.json``'s ``d6_numerals``;
-        :func:`join_d6_numerals`), and replaced by that read (reported at ``threshold``, as :meth:`read`
-        takes it) where it is a d6 read surely, not cocked. Asked last, after the parts of one die are
-        joined and dropped: a part of a numbered die (a numeral) read surely as a d6 would not be joined
-        into its die (models/history/numerals.md, "d6 printed with numerals"). One read a die, so that each
-        read is its die's alone (:meth:`_dice` drops overlapping boxes and ``none``). Costs nothing without
-        the model or an unsure d6."""
+        cocked) read by the d6 numeral model at its box (``reader.json``'s ``d6_numerals``; the unsure read
+        again from turned views, :meth:`_numeral_logits`), that read joined with the die's first
+        (``scores``, :meth:`_dice`'s, by box: :func:`join_d6_numerals`), and the die replaced by what the two
+        say (built as :meth:`_dice` builds it, reported at ``threshold``) where that is a d6 read surely,
+        not cocked. Asked last, after the parts of one die are joined and dropped: a part of a numbered die
+        (a numeral) read surely as a d6 would not be joined into its die (models/history/numerals.md, "d6
+        printed with numerals"). One die at a time, so that each read is its die's alone (:meth:`_dice_from`
+        drops overlapping boxes and ``none``). A die whose box ``scores`` lacks is left as it is. Costs
+        nothing without the model or an unsure d6; the classifier is not run again (models/history/
+        d6-numerals.md, "The first read joined")."""
         if self.d6_numerals is None:
             return dice
+        asked = [i for i, d in enumerate(dice) if d.kind == "d6" and d.status != "cocked" and self._unsure(d)
+                 and d.box in scores]
+        if not asked:
+            return dice
+        boxes = [dice[i].box for i in asked]
+        q = self.d6_numerals.calibrated(self._numeral_logits(image, boxes, self.d6_numerals))
+        p = join_d6_numerals(np.stack([scores[b] for b in boxes]), self.classes, q, np.arange(len(boxes)),
+                             self.d6_numerals.classes)
+        p, shares = self._in_kinds(p, kinds)
         out = list(dice)
-        for i, die in enumerate(dice):
-            if die.kind != "d6" or die.status == "cocked" or not self._unsure(die):
-                continue
-            again = self._dice(image, [die.box], kinds, crop_mode, threshold, refine=0, d6_numerals=True)
+        for j, i in enumerate(asked):
+            again = self._dice_from(image, [boxes[j]], p[j:j + 1], shares[j:j + 1], kinds, crop_mode, threshold)
             if again and again[0].kind == "d6" and not self._unsure(again[0]):  # sure: not cocked, at its threshold
-                out[i] = replace(again[0], box=die.box)
+                out[i] = again[0]
         return out
 
     def _unsure(self, die: Die) -> bool:
@@ -1748,7 +1761,8 @@ class DiceReader:
         (whatever threshold the caller reads at)."""
         return die.status == "cocked" or die.confidence < self.threshold_for(die.kind)
 
-    def _with_parts_joined(self, image: np.ndarray, dice: list[Die], kinds, threshold: float | None) -> list[Die]:
+    def _with_parts_joined(self, image: np.ndarray, dice: list[Die], kinds, threshold: float | None,
+                           scores: dict | None = None) -> list[Die]:
         """``dice`` (read from ``image``, HxWx3 uint8 BGR) with each group of unsure parts of one die
         replaced by that die, read from around their union box.
 
@@ -1774,6 +1788,7 @@ class DiceReader:
         Args:
             dice: :meth:`_dice`'s dice of ``image``.
             kinds, threshold: as :meth:`read`'s.
+            scores: as :meth:`_dice`'s, for the joined dice' reads.
 
         Returns:
             The dice, each group's parts replaced by its die (appended after the others).
@@ -1817,7 +1832,8 @@ class DiceReader:
                 continue
             boxes = [dice[i].box for i in members]
             union = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
-            found = self._dice(image, [_grown_square(union, JOIN_GROW, image.shape)], kinds, False, threshold)
+            found = self._dice(image, [_grown_square(union, JOIN_GROW, image.shape)], kinds, False, threshold,
+                               scores=scores)
             if not found:
                 continue
             die = found[0]
@@ -1870,21 +1886,22 @@ class DiceReader:
         # The training crops have the die's long side = 1/margin of the crop: match that.
         box = (0.0, 0.0, float(w), float(h))
         inner = _shrink(box, 1.0 / self.classifier.margin * 1.15)
-        dice = self._dice(image, [inner], kinds, True, threshold)
+        scores: dict = {}  # each box's read, for the d6 numeral model's join
+        dice = self._dice(image, [inner], kinds, True, threshold, scores=scores)
         if dice and _long_side(dice[0].box) < LOOSE_CROP * max(w, h):
             found = self._loose_crop_box(image)
             if found is not None:
-                again = self._dice(image, [found], kinds, True, threshold)
+                again = self._dice(image, [found], kinds, True, threshold, scores=scores)
                 if again and (again[0].confidence >= self.threshold_for(again[0].kind)
                               or dice[0].confidence < self.threshold_for(dice[0].kind)):
                     dice = again
         elif dice:
             # The box head's die fills the crop: one die framed tightly, or a loose crop whose few
             # small dice it took for the pips of one big die (models/history/classifier.md, "Crowded crops").
-            again = self._crowded_crop_read(image, dice[0], kinds, threshold)
+            again = self._crowded_crop_read(image, dice[0], kinds, threshold, scores)
             if again:
                 dice = again
-        dice = self._with_d6_numerals(image, dice[:1], kinds, True, threshold)
+        dice = self._with_d6_numerals(image, dice[:1], kinds, True, threshold, scores)
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, w, h, ms, tuple(dice))
 
@@ -1901,9 +1918,11 @@ class DiceReader:
         side = max(image.shape[:2])
         return [b for b in self._boxes(image, zoom_in=False) if _long_side(b) <= LOOSE_CROP_DIE * side]
 
-    def _crowded_crop_read(self, image: np.ndarray, first: Die, kinds, threshold: float | None) -> list[Die]:
+    def _crowded_crop_read(self, image: np.ndarray, first: Die, kinds, threshold: float | None,
+                           scores: dict | None = None) -> list[Die]:
         """The die over the centre of a crowded crop, for :meth:`read_crop` when the box head took the
-        whole crop (``image``, HxWx3 uint8 BGR) for its die ``first``; [] to keep ``first``.
+        whole crop (``image``, HxWx3 uint8 BGR) for its die ``first``; [] to keep ``first``. ``scores``: as
+        :meth:`_dice`'s.
 
         A loose crop of a tray photo holds a few neighbours, and the box head may read them as the
         pips of one big die, surely and wrongly. The detector's boxes (:meth:`_small_boxes`) are
@@ -1923,7 +1942,7 @@ class DiceReader:
         found = _centre_box(small, w, h)
         if found is None:
             return []
-        again = self._dice(image, [found], kinds, True, threshold)
+        again = self._dice(image, [found], kinds, True, threshold, scores=scores)
         if (not again or again[0].confidence < self.threshold_for(again[0].kind)
                 or not CROWD_DIE <= _long_side(again[0].box) / max(w, h) < LOOSE_CROP):
             return []
