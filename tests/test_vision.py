@@ -1128,7 +1128,7 @@ def test_an_unsure_d6_is_read_by_the_d6_numeral_model_with_its_first_read(reader
     monkeypatch.setattr(reader, "d6_numerals", d6)
     monkeypatch.setattr(reader, "cocked", None)
     monkeypatch.setattr(reader, "second_look", 1)
-    monkeypatch.setattr(reader, "refine_unsure", 0)
+    monkeypatch.setattr(reader, "recut_numbered", 0)
     scores: dict = {}
     dice = reader._dice(None, boxes, None, False, scores=scores)
     assert d6.asked == [] and numerals.asked == [30.0, 50.0]  # a first read does not ask it
@@ -1297,7 +1297,7 @@ def test_an_unsure_numbered_die_is_read_again_from_the_placed_box(reader, monkey
         return [(b[0] + 5, b[1], b[2] + 5, b[3]) for b in boxes], p, np.full(len(boxes), 0.5), p + 1
 
     monkeypatch.setattr(reader, "_joined", joined)
-    monkeypatch.setattr(reader, "refine_unsure", 1)
+    monkeypatch.setattr(reader, "recut_numbered", 1)
     boxes, p, shares, p_all = reader._classify(None, list(first), None, None)
     assert np.array_equal(p_all, p + 1)  # each row's own read, replaced with it
     # the unsure d10 and d8 read again from their placed boxes, with NUMBERED_RECUT passes; no other box
@@ -1307,11 +1307,29 @@ def test_an_unsure_numbered_die_is_read_again_from_the_placed_box(reader, monkey
     assert shares.tolist() == [0.5, 1.0, 1.0, 0.5]
     assert reader._unsure_numbered(p).tolist() == []  # both read surely now: no further pass
     calls.clear()
-    monkeypatch.setattr(reader, "refine_unsure", 0)  # off
+    monkeypatch.setattr(reader, "recut_numbered", 3)  # read surely at the first pass: no second
+    reader._classify(None, list(first), None, None)
+    assert len(calls) == 2
+    calls.clear()
+
+    def still_unsure(image, boxes, kinds, refine):  # a first read as joined's; each recut unsure again, in place
+        if refine is None:
+            return joined(image, boxes, kinds, refine)
+        calls.append(([tuple(b) for b in boxes], refine))
+        p = np.stack([row("d10:3", 0.6) for b in boxes])
+        return list(boxes), p, np.ones(len(boxes)), p
+
+    monkeypatch.setattr(reader, "_joined", still_unsure)
+    reader._classify(None, list(first), None, None)  # still unsure: read again at each of the three passes
+    assert [c[1] for c in calls] == [None] + 3 * [reader_module.NUMBERED_RECUT]
+    assert calls[1][0] == calls[2][0] == calls[3][0] == [(1, 0, 11, 10), (61, 0, 71, 10)]
+    calls.clear()
+    monkeypatch.setattr(reader, "_joined", joined)
+    monkeypatch.setattr(reader, "recut_numbered", 0)  # off
     assert [classes[i] for i in reader._classify(None, list(first), None, None)[1].argmax(axis=1)][0] == "d10:7"
     assert len(calls) == 1
     calls.clear()
-    monkeypatch.setattr(reader, "refine_unsure", 1)
+    monkeypatch.setattr(reader, "recut_numbered", 1)
     reader._classify(None, list(first), None, 2)  # a crop's passes: no numbered re-read
     assert len(calls) == 1
 
@@ -1331,20 +1349,24 @@ def test_thresholds_are_chosen_without_the_refine_passes_reader_json_then_gets(t
     during = []
 
     def choose(models, images, wrong_target, numbered_target=None):
-        during.append(json.loads((models / "reader.json").read_text())["refine_unsure"])
+        config = json.loads((models / "reader.json").read_text())
+        during.append((config["refine_unsure"], config.get("recut_numbered")))
         targets.append((wrong_target, numbered_target))
         return {"threshold": 0.93}
 
     targets = []
 
     monkeypatch.setattr(train, "choose_thresholds", choose)
-    config = {"classifier": {"classes": classes, "temperature": 1.0}, "threshold": 0.9, "refine_unsure": 2}
-    args = Namespace(refine_unsure=2, cascade=None, thresholds_with_refine=with_refine, second_look=4, threshold=None,
-                     wrong_target=0.003, numbered_wrong_target=0.0015)
+    config = {"classifier": {"classes": classes, "temperature": 1.0}, "threshold": 0.9, "refine_unsure": 2,
+              "recut_numbered": 1}
+    args = Namespace(refine_unsure=2, recut_numbered=3, cascade=None, thresholds_with_refine=with_refine, second_look=4,
+                     threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015)
     figures = train.calibrate_reader(tmp_path, config, [], args)
-    assert during == [2 if with_refine else 0] and targets == [(0.003, 0.0015)]
+    # without --thresholds-with-refine no recut either (recut_numbered absent: refine_unsure's 0)
+    assert during == [(2, 3) if with_refine else (0, None)] and targets == [(0.003, 0.0015)]
     written = json.loads((tmp_path / "reader.json").read_text())
     assert written["refine_unsure"] == figures["refine_unsure"] == 2 and written["threshold"] == 0.93
+    assert written["recut_numbered"] == figures["recut_numbered"] == 3
 
 
 def models_copy(tmp_path, edit) -> Path:
@@ -1364,6 +1386,17 @@ def models_copy(tmp_path, edit) -> Path:
 def test_reader_json_names_a_bad_refine_unsure(tmp_path):
     with pytest.raises(ValueError, match="refine_unsure must be 0..3, got 5"):
         DiceReader(models_copy(tmp_path, lambda config: {**config, "refine_unsure": 5}))
+
+
+def test_reader_json_recut_numbered_defaults_to_refine_unsure_and_is_checked(tmp_path):
+    """``recut_numbered``: the passes for numbered dice whose numeral is still unsure; without it, ``refine_unsure``'s."""
+    def without_recut(config):
+        return {**{k: v for k, v in config.items() if k != "recut_numbered"}, "refine_unsure": 2}
+
+    assert DiceReader(models_copy(tmp_path, without_recut)).recut_numbered == 2
+    assert DiceReader(models_copy(tmp_path, lambda config: {**config, "recut_numbered": 3})).recut_numbered == 3
+    with pytest.raises(ValueError, match="recut_numbered must be 0..3, got -1"):
+        DiceReader(models_copy(tmp_path, lambda config: {**config, "recut_numbered": -1}))
 
 
 @pytest.mark.parametrize("entry, value, says", [("temperature", "warm", "could not convert string to float: 'warm'"),

@@ -118,6 +118,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "(reader.json's refine_unsure, at run time; default 1, as shipped: models/history/classifier.md, "
                         "'Refine the unsure'; 0 for none). The thresholds are chosen without them, so a re-cut die "
                         "turns ok only by clearing the same bar")
+    p.add_argument("--recut-numbered", type=int, default=3, choices=(0, 1, 2, 3),
+                   help="passes that read a numbered die whose numeral is still unsure again from the box its last "
+                        "read placed (reader.json's recut_numbered, at run time; default 3, as shipped: "
+                        "models/history/numerals.md, 'Unsure numerals cut again, up to three times'). Written after the "
+                        "thresholds are chosen, as --refine-unsure is")
     p.add_argument("--cascade", type=float, default=None, metavar="TAU",
                    help="for an ensemble, reader.json's classifier cascade (0..1], at run time: the second classifier "
                         "reads only the dice the first does not read as a d6 face at TAU or more "
@@ -597,6 +602,7 @@ def main(argv=None) -> int:
         "none_threshold": 0.5,
         "refine": args.refine,
         "refine_unsure": args.refine_unsure,
+        "recut_numbered": args.recut_numbered,
         "seed": args.seed,
     }
     take_model_settings(args.out, config, numbered=any(c.endswith(":*") for c in classes))
@@ -831,7 +837,7 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     calib dice that top at one, photos and renders (:func:`fit_shape_temperature`). Both are the single view's
     at the detected boxes; the thresholds are chosen with the second look on, as it runs
     (:func:`choose_thresholds`), unless ``args.threshold`` fixes the threshold. The unsure dice's
-    refine passes (``args.refine_unsure``) are written after, and the thresholds chosen without them
+    refine passes (``args.refine_unsure``, and ``args.recut_numbered`` for numbered dice) are written after, and the thresholds chosen without them
     (with them only for ``args.thresholds_with_refine``): a re-cut die is reported ``ok`` only
     when its new read clears the bar the first reads set, and the choice cannot trade a few more
     wrong dice for many more right ones (models/history/classifier.md, "Refine the unsure"). An
@@ -845,6 +851,7 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     config.pop("thresholds", None)
     config.pop("second_look", None)
     config["refine_unsure"] = 0  # the temperatures are the first read's, at the detected boxes
+    config.pop("recut_numbered", None)  # and so the numbered dice's recut passes: refine_unsure's 0
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     # Each calib die read once (one view, raw scores): the photos' fit the temperature, Guo et al.
     # 2017; photos' and renders' together the numbered shapes' own (:func:`fit_shape_temperature`).
@@ -862,17 +869,21 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
             log(warning)
     config["second_look"] = args.second_look
     config["refine_unsure"] = args.refine_unsure if args.thresholds_with_refine else 0
+    if args.thresholds_with_refine:
+        config["recut_numbered"] = args.recut_numbered
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     if args.threshold is None:
         config.update(choose_thresholds(models, calib_imgs, args.wrong_target, args.numbered_wrong_target))
     else:
         config["threshold"] = args.threshold
     config["refine_unsure"] = args.refine_unsure
+    config["recut_numbered"] = args.recut_numbered
     if args.cascade is not None and isinstance(config["classifier"]["file"], list):
         config["classifier"]["cascade"] = args.cascade
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     return {"temperature": temperature, "shape_temperature": shape_temperature, "threshold": config["threshold"],
-            "thresholds": config.get("thresholds", {}), "refine_unsure": config["refine_unsure"]}
+            "thresholds": config.get("thresholds", {}), "refine_unsure": config["refine_unsure"],
+            "recut_numbered": config["recut_numbered"]}
 
 
 def check_same_split(args: argparse.Namespace, splits_text: str) -> None:

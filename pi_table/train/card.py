@@ -371,7 +371,9 @@ models' records (models/history/).
         box_text = (f", and `box` Nx4, the die's box in the crop's frame (centre offset in crop sides, log width and "
                     f"height in crop sides; Ren et al. 2015): the reader moves the detector's box there, "
                     f"with {config.get('refine', 0)} extra pass(es) reading a re-cut crop for every die and "
-                    f"{config.get('refine_unsure', 0)} for a die below its threshold (`refine_unsure`). Trained with copy-paste "
+                    f"{config.get('refine_unsure', 0)} for a die below its threshold (`refine_unsure`), "
+                    f"{config.get('recut_numbered', config.get('refine_unsure', 0))} for a numbered die whose numeral "
+                    f"is still below its kind's (`recut_numbered`). Trained with copy-paste "
                     f"(Dwibedi et al. 2017): {log.get('args', {}).get('paste', '?')} of the detector's and "
                     f"classifier's samples have real dice pasted onto synthetic surfaces neither folder has.")
     close_up_text = (f", and the close-up detector `{close_up}` ({sizes[close_up] / 1e6:.2f} MB), the zoomed-out second "

@@ -91,7 +91,9 @@
    A numbered die whose numeral is read unsure (its kind's threshold) is likewise read again from the
    box its first read placed, after the numerals: the classifier may be sure of its shape and so not
    re-cut it, and the numeral model is the more sensitive to where its crop is cut
-   (models/history/numerals.md, "Unsure numerals cut again").
+   (models/history/numerals.md, "Unsure numerals cut again"); while it stays unsure, again from the box
+   that read placed, up to ``reader.json``'s ``recut_numbered`` times (3 shipped: "Unsure numerals cut
+   again, up to three times").
 
 5. **Cocked** (``models/cocked.onnx``, when ``reader.json`` has ``cocked``): a small CNN on
    each die's crop gives the calibrated chance that it does not lie flat; at or above
@@ -126,7 +128,7 @@ from pi_table.vision.dice import KINDS, Die, Reading, class_key, face_value
 # the box head re-cut it around the die first (held-out nellbyler dice cropped at 1.8x their box:
 # 36% read right with none, 84% with two; at 1.0x and 1.3x about the same either way).
 CROP_PASSES = 2
-# A numbered die read unsure is read again (refine_unsure): its box moved by the box head is cut and read
+# A numbered die read unsure is read again (recut_numbered): its box moved by the box head is cut and read
 # with this many extra passes of the box head before its numeral is read. With 0 (one move) renders/dark-valid-single
 # read 79.3% right, with 1 (two moves) 81.0%, against 76.0% without (models/history/numerals.md,
 # "Unsure numerals cut again").
@@ -1287,6 +1289,11 @@ class DiceReader:
         self.refine_unsure = int(self.config.get("refine_unsure", 0))
         if not 0 <= self.refine_unsure <= 3:
             raise ValueError(f"{config_path}: refine_unsure must be 0..3, got {self.refine_unsure}")
+        #: Passes for a numbered die whose numeral is still unsure (``reader.json``'s ``recut_numbered``,
+        #: default ``refine_unsure``): each reads it again from the box its last read placed (:meth:`_classify`).
+        self.recut_numbered = int(self.config.get("recut_numbered", self.refine_unsure))
+        if not 0 <= self.recut_numbered <= 3:
+            raise ValueError(f"{config_path}: recut_numbered must be 0..3, got {self.recut_numbered}")
         #: Views averaged for a die below the threshold (1: none; 2: and a half turn; 4: quarter turns;
         #: 8: quarter turns, each also mirrored, for the classifier: :meth:`_turned_mean`).
         self.second_look = int(self.config.get("second_look", 1))
@@ -1441,7 +1448,7 @@ class DiceReader:
         (all but ``none``) that lay in ``kinds`` before the others were zeroed (1.0 without ``kinds``),
         and the probabilities before ``kinds`` (NxK float64: what :meth:`_with_d6_numerals` joins again).
 
-        With ``refine`` None and ``refine_unsure`` passes, a die whose best face is a numbered kind's
+        With ``refine`` None and :attr:`recut_numbered` passes, a die whose best face is a numbered kind's
         and under that kind's threshold is read again, each pass, from the box the box head placed
         (:meth:`_unsure_numbered`): the classifier's own unsure rows are re-cut before the numerals
         are read (:meth:`boxes_and_logits`), but a sure numbered shape whose numeral is unsure is not,
@@ -1449,7 +1456,7 @@ class DiceReader:
         "Unsure numerals cut again"). Each such read is :data:`NUMBERED_RECUT` classifier passes, the
         box moved by each, before the numerals are read."""
         boxes, p, shares, p_all = self._joined(image, boxes, kinds, refine)
-        for _ in range(self.refine_unsure if refine is None and self.numerals is not None else 0):
+        for _ in range(self.recut_numbered if refine is None and self.numerals is not None else 0):
             rows = self._unsure_numbered(p)
             if not len(rows):
                 break
