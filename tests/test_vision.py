@@ -1126,12 +1126,15 @@ def test_an_unsure_d6_is_read_by_the_d6_numeral_model_with_its_first_read(reader
     monkeypatch.setattr(reader.classifier, "calibrated", lambda z: np.asarray(z, np.float64))
     monkeypatch.setattr(reader, "numerals", numerals)
     monkeypatch.setattr(reader, "d6_numerals", d6)
-    monkeypatch.setattr(reader, "cocked", None)
+    cocked_asked = []
+    monkeypatch.setattr(reader, "cocked", object())  # every die flat; each box it is asked about noted
+    monkeypatch.setattr(reader, "cocked_probability", lambda image, b: cocked_asked.extend(x[0] for x in b) or np.zeros(len(b)))
     monkeypatch.setattr(reader, "second_look", 1)
     monkeypatch.setattr(reader, "recut_numbered", 0)
     scores: dict = {}
     dice = reader._dice(None, boxes, None, False, scores=scores)
     assert d6.asked == [] and numerals.asked == [30.0, 50.0]  # a first read does not ask it
+    assert cocked_asked == [0.0, 10.0, 20.0, 30.0, 50.0]
     assert [d.box[0] for d in dice] == [0.0, 10.0, 20.0, 30.0, 50.0] and set(scores) == set(boxes)
     assert [(d.kind, d.face, d.status) for d in dice] == [("d6", "3", "ok"), ("d6", "", "unreadable"),
                                                            ("d6", "", "unreadable"), ("d8", "", "unreadable"),
@@ -1147,6 +1150,7 @@ def test_an_unsure_d6_is_read_by_the_d6_numeral_model_with_its_first_read(reader
     numerals.asked = []
     out = reader._with_d6_numerals(None, dice, None, False, None, scores)
     assert d6.asked == [10.0, 20.0, 50.0] and numerals.asked == []  # not the sure d6, the d8, the cocked, the unknown
+    assert cocked_asked == [0.0, 10.0, 20.0, 30.0, 50.0]  # flat at these boxes: the cocked-die model not asked again
     assert (out[1].kind, out[1].face, out[1].status, out[1].box) == ("d6", "4", "ok", dice[1].box)
     assert out[1].confidence > 0.97  # a numeral "4" at 0.994 of the d6's 0.99
     assert out[:1] + out[2:] == dice[:1] + dice[2:]  # pips: as read; a d8's numeral: as it was

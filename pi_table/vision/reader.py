@@ -1553,11 +1553,12 @@ class DiceReader:
         return self._dice_from(image, boxes, probs, shares_in_kinds, kinds, crop_mode, threshold)
 
     def _dice_from(self, image: np.ndarray, boxes, probs: np.ndarray, shares_in_kinds, kinds, crop_mode: bool,
-                   threshold: float | None) -> list[Die]:
+                   threshold: float | None, cocked: bool = True) -> list[Die]:
         """:meth:`_dice`'s dice from the classes' probabilities ``probs`` (NxK over :attr:`classes`, ``kinds``
         applied) and shares of each box's die probability in ``kinds`` (N, :meth:`_in_kinds`) of ``boxes``
         (x0, y0, x1, y1 pixels of ``image``, HxWx3 uint8 BGR): the ``none`` rule, the threshold, the cocked-die
-        model and the parts of bigger dice as :meth:`_dice` applies them."""
+        model and the parts of bigger dice as :meth:`_dice` applies them. ``cocked`` False: the cocked-die
+        model is not asked (boxes it has already found flat)."""
         classes = self.classes
         default_kind = (kinds[0] if kinds else None) or (self.kinds[0] if self.kinds else "d6")
         dice = []
@@ -1589,7 +1590,7 @@ class DiceReader:
         # crop (read --crop): where its die lay in its photo is not known, and a flat die far from
         # the centre shows a side as a cocked one does (cut out of the held-out renders one by one,
         # 1.8% of the flat dice were flagged, against 0.3% in their whole images).
-        if self.cocked is not None and dice and not crop_mode:
+        if cocked and self.cocked is not None and dice and not crop_mode:
             flagged = self.cocked_probability(image, [d.box for d in dice]) >= self.cocked_threshold
             dice = [replace(d, kind=d.kind if kinds is None or d.kind in kinds else default_kind, face="", value=0,
                             status="cocked") if f else d for d, f in zip(dice, flagged)]
@@ -1738,8 +1739,8 @@ class DiceReader:
         cocked) read by the d6 numeral model at its box (``reader.json``'s ``d6_numerals``; the unsure read
         again from turned views, :meth:`_numeral_logits`), that read joined with the die's first
         (``scores``, :meth:`_dice`'s, by box: :func:`join_d6_numerals`), and the die replaced by what the two
-        say (built as :meth:`_dice` builds it, reported at ``threshold``) where that is a d6 read surely,
-        not cocked. Asked last, after the parts of one die are joined and dropped: a part of a numbered die
+        say (built as :meth:`_dice` builds it, reported at ``threshold``; the cocked-die model, which found it
+        flat at this box, not asked again) where that is a d6 read surely. Asked last, after the parts of one die are joined and dropped: a part of a numbered die
         (a numeral) read surely as a d6 would not be joined into its die (models/history/numerals.md, "d6
         printed with numerals"). One die at a time, so that each read is its die's alone (:meth:`_dice_from`
         drops overlapping boxes and ``none``). A die whose box ``scores`` lacks is left as it is. Costs
@@ -1758,8 +1759,10 @@ class DiceReader:
         p, shares = self._in_kinds(p, kinds)
         out = list(dice)
         for j, i in enumerate(asked):
-            again = self._dice_from(image, [boxes[j]], p[j:j + 1], shares[j:j + 1], kinds, crop_mode, threshold)
-            if again and again[0].kind == "d6" and not self._unsure(again[0]):  # sure: not cocked, at its threshold
+            # not cocked at this box in its first read: the cocked-die model would say so again
+            again = self._dice_from(image, [boxes[j]], p[j:j + 1], shares[j:j + 1], kinds, crop_mode, threshold,
+                                    cocked=False)
+            if again and again[0].kind == "d6" and not self._unsure(again[0]):  # sure, at its threshold
                 out[i] = again[0]
         return out
 
