@@ -193,6 +193,32 @@ def test_numbered_kinds_take_their_own_wrong_target(monkeypatch):
     assert train.choose_thresholds(Path("m"), [photo, render], 0.003)["thresholds"] == {"d8": 0.003, "d10-tens": 0.003}
 
 
+def test_calib_d6_pooled_chooses_the_d6_threshold_on_the_photos_and_the_renders_d6(monkeypatch):
+    """choose_thresholds(pooled_d6=True) (--calib-d6 pooled): the d6 threshold is chosen on the calib
+    photos and the calib renders' d6 dice together (the renders' numbered dice not labelled there);
+    each numbered kind's on its own dice as before."""
+    from pathlib import Path
+
+    import pi_table.train.__main__ as train
+
+    monkeypatch.setattr("pi_table.vision.reader.DiceReader", lambda models, threads=0: object())
+    monkeypatch.setattr(train, "remember_rows", lambda reader: None)
+    asked = []
+    monkeypatch.setattr(train, "choose_threshold", lambda models, images, target, reader=None: asked.append(
+        [(im.folder, [d.kind for d in im.dice]) for im in images]) or target)
+    photo = LabelledImage(Path("p.jpg"), 64, 64, (LabelledDie("d6", "4", (0, 0, 9, 9)),), "nellbyler-d6-tray")
+    render = LabelledImage(Path("r.jpg"), 64, 64, (LabelledDie("d6", "2", (40, 0, 49, 9)),
+                                                   LabelledDie("d8", "7", (0, 0, 9, 9))), "renders")
+    numbered = LabelledImage(Path("n.jpg"), 64, 64, (LabelledDie("d10", "3", (0, 0, 9, 9)),), "renders")
+    out = train.choose_thresholds(Path("m"), [photo, render, numbered], 0.003, 0.0015, pooled_d6=True)
+    assert out == {"threshold": 0.003, "thresholds": {"d8": 0.0015, "d10": 0.0015}}
+    assert asked[0] == [("nellbyler-d6-tray", ["d6"]), ("renders", ["d6"])]
+    assert asked[1:] == [[("renders", ["d8"])], [("renders", ["d10"])]]
+    asked.clear()
+    train.choose_thresholds(Path("m"), [photo, render, numbered], 0.003, 0.0015)  # photos only, as shipped
+    assert asked[0] == [("nellbyler-d6-tray", ["d6"])]
+
+
 @pytest.mark.parametrize("steps", [1, 3, 19, 20, 21, 40, 8000])
 def test_one_cycle_runs_any_step_count_and_keeps_the_five_percent_warm_up(steps):
     """torch's one-cycle schedule divided by zero at exactly 20 steps (warm-up 5%: one step); every

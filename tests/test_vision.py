@@ -1352,7 +1352,7 @@ def test_thresholds_are_chosen_without_the_refine_passes_reader_json_then_gets(t
     monkeypatch.setattr(train, "calib_logits", lambda models, images, cls: (rng.normal(size=(8, 3)), rng.integers(0, 3, 8)))
     during = []
 
-    def choose(models, images, wrong_target, numbered_target=None):
+    def choose(models, images, wrong_target, numbered_target=None, pooled_d6=False):
         config = json.loads((models / "reader.json").read_text())
         during.append((config["refine_unsure"], config.get("recut_numbered")))
         targets.append((wrong_target, numbered_target))
@@ -1364,13 +1364,47 @@ def test_thresholds_are_chosen_without_the_refine_passes_reader_json_then_gets(t
     config = {"classifier": {"classes": classes, "temperature": 1.0}, "threshold": 0.9, "refine_unsure": 2,
               "recut_numbered": 1}
     args = Namespace(refine_unsure=2, recut_numbered=3, cascade=None, thresholds_with_refine=with_refine, second_look=4,
-                     threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015)
+                     threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015, calib_d6="photos")
     figures = train.calibrate_reader(tmp_path, config, [], args)
     # without --thresholds-with-refine no recut either (recut_numbered absent: refine_unsure's 0)
     assert during == [(2, 3) if with_refine else (0, None)] and targets == [(0.003, 0.0015)]
     written = json.loads((tmp_path / "reader.json").read_text())
     assert written["refine_unsure"] == figures["refine_unsure"] == 2 and written["threshold"] == 0.93
     assert written["recut_numbered"] == figures["recut_numbered"] == 3
+
+
+@pytest.mark.parametrize("calib_d6", ["photos", "pooled"])
+def test_calib_d6_pooled_fits_the_photos_temperature_on_the_renders_d6_too(tmp_path, monkeypatch, calib_d6):
+    """--calib-d6 pooled: the photos' temperature is fitted on the calib photos' dice and the calib
+    renders' d6 (not their numbered shapes), and the d6 threshold is chosen on both
+    (choose_thresholds' pooled_d6); photos (the default): on the photos alone."""
+    from argparse import Namespace
+
+    import pi_table.train.__main__ as train
+
+    classes = ["d6:1", "d6:2", "d8:*", "none"]
+    photo = LabelledImage(Path("p.jpg"), 64, 64, (), "nellbyler-d6-tray")
+    render = LabelledImage(Path("r.jpg"), 64, 64, (), "renders")
+    # photos: 3 dice; renders: 2 d6 and 2 numbered shapes
+    rows = {"photos": (np.full((3, 4), 1.0), np.array([0, 1, 0])),
+            "renders": (np.full((4, 4), 2.0), np.array([1, 2, 0, 2]))}
+    monkeypatch.setattr(train, "calib_logits", lambda models, images, cls: rows["renders" if images and
+                                                                                 images[0].folder == "renders" else "photos"])
+    fitted = []
+    monkeypatch.setattr(train, "fit_temperature", lambda z, t: fitted.append((z[:, 0].tolist(), t.tolist())) or 0.7)
+    monkeypatch.setattr(train, "fit_shape_temperature", lambda z, t, cls: None)
+    pooled = []
+    monkeypatch.setattr(train, "choose_thresholds", lambda models, images, target, numbered=None, pooled_d6=False:
+                        pooled.append(pooled_d6) or {"threshold": 0.9})
+    args = Namespace(refine_unsure=1, recut_numbered=3, cascade=None, thresholds_with_refine=False, second_look=8,
+                     threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015, calib_d6=calib_d6)
+    figures = train.calibrate_reader(tmp_path, {"classifier": {"classes": classes, "temperature": 1.0}}, [photo, render],
+                                     args)
+    if calib_d6 == "pooled":
+        assert fitted == [([1.0] * 3 + [2.0] * 2, [0, 1, 0, 1, 0])] and pooled == [True]
+    else:
+        assert fitted == [([1.0] * 3, [0, 1, 0])] and pooled == [False]
+    assert figures["temperature"] == 0.7
 
 
 def models_copy(tmp_path, edit) -> Path:

@@ -96,6 +96,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "thresholds (d8, d10, d10-tens), chosen on the calib renders (default: --wrong-target). Those renders "
                    "share fonts, colours and backgrounds with training; new dice do not, and read wrong more often than "
                    "the calib renders expect (models/numerals.md)")
+    p.add_argument("--calib-d6", choices=("photos", "pooled"), default="photos",
+                   help="the calib d6 that fit the photos' temperature and choose the d6 threshold: the calib photos' "
+                   "(default, as shipped) or pooled with the calib renders' d6 (dice of colours and pips the photos "
+                   "lack, as other people's dice are: models/history/classifier.md, \"The d6 calibrated on photos and "
+                   "renders together\")")
     p.add_argument("--cls-augment", type=float, default=0.6, help="strength of the crops' photometric augmentation")
     p.add_argument("--paste", type=float, default=0.4, help="share of samples whose dice are pasted onto a new surface")
     p.add_argument("--recolour", type=float, default=0.0, help="chance that a pasted die is recoloured (a random "
@@ -857,7 +862,12 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     # 2017; photos' and renders' together the numbered shapes' own (:func:`fit_shape_temperature`).
     photo_logits, photo_targets = calib_logits(models, [im for im in calib_imgs if im.folder != "renders"], classes)
     render_logits, render_targets = calib_logits(models, [im for im in calib_imgs if im.folder == "renders"], classes)
-    temperature = fit_temperature(photo_logits, photo_targets)
+    if args.calib_d6 == "pooled":  # the renders' d6 beside the photos' (their numbered dice keep their own)
+        d6 = np.array([classes[t].startswith("d6:") for t in render_targets], bool)
+        temperature = fit_temperature(np.concatenate([photo_logits, render_logits[d6]]),
+                                      np.concatenate([photo_targets, render_targets[d6]]))
+    else:
+        temperature = fit_temperature(photo_logits, photo_targets)
     if warning := bound_warning(temperature, "the photos' temperature"):
         log(warning)
     config["classifier"]["temperature"] = temperature
@@ -873,7 +883,8 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
         config["recut_numbered"] = args.recut_numbered
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     if args.threshold is None:
-        config.update(choose_thresholds(models, calib_imgs, args.wrong_target, args.numbered_wrong_target))
+        config.update(choose_thresholds(models, calib_imgs, args.wrong_target, args.numbered_wrong_target,
+                                        pooled_d6=args.calib_d6 == "pooled"))
     else:
         config["threshold"] = args.threshold
     config["refine_unsure"] = args.refine_unsure
@@ -1040,10 +1051,12 @@ def remember_rows(reader) -> None:
     wrap_sessions(reader, lambda session, path: RowMemo(session))
 
 
-def choose_thresholds(models: Path, images, wrong_target: float, numbered_target: float | None = None) -> dict:
-    """``reader.json``'s ``threshold`` chosen on the calib photos, and ``thresholds`` for each
-    numbered kind chosen on the calib renders' dice of that kind (:func:`choose_threshold`), at
-    ``numbered_target`` (default ``wrong_target``) expected wrong at ``ok``.
+def choose_thresholds(models: Path, images, wrong_target: float, numbered_target: float | None = None,
+                      pooled_d6: bool = False) -> dict:
+    """``reader.json``'s ``threshold`` chosen on the calib photos (with ``pooled_d6``, on them and
+    the calib renders' d6 dice together), and ``thresholds`` for each numbered kind chosen on the
+    calib renders' dice of that kind (:func:`choose_threshold`), at ``numbered_target`` (default
+    ``wrong_target``) expected wrong at ``ok``.
 
     Numbered dice have their own because they are read by another model, trained and calibrated
     on renders only: pooled with the photos' d6, their lower confidence would push the one
@@ -1059,15 +1072,21 @@ def choose_thresholds(models: Path, images, wrong_target: float, numbered_target
     # thresholds and the kinds read the same images again.
     reader = DiceReader(models, threads=0)
     remember_rows(reader)
-    out: dict = {"threshold": choose_threshold(models, photos, wrong_target, reader)}
+
+    def of_kind(kind: str) -> list:  # the renders with only their dice of ``kind`` labelled
+        return [im for im in (replace(im, dice=tuple(d for d in im.dice if d.kind == kind)) for im in renders) if im.dice]
+
+    d6 = photos + of_kind("d6") if pooled_d6 else photos
+    if pooled_d6:
+        log("d6 (calib photos and renders):")
+    out: dict = {"threshold": choose_threshold(models, d6, wrong_target, reader)}
     numbered_target = wrong_target if numbered_target is None else numbered_target
     # One per kind: a d10's numeral is read far more surely than a tens die's (two digits).
     for kind in NUMBERED:
-        of_kind = [replace(im, dice=tuple(d for d in im.dice if d.kind == kind)) for im in renders]
-        of_kind = [im for im in of_kind if im.dice]
-        if of_kind:
+        dice = of_kind(kind)
+        if dice:
             log(f"{kind} (calib renders):")
-            out.setdefault("thresholds", {})[kind] = choose_threshold(models, of_kind, numbered_target, reader)
+            out.setdefault("thresholds", {})[kind] = choose_threshold(models, dice, numbered_target, reader)
     return out
 
 
