@@ -2562,6 +2562,37 @@ def test_a_second_smaller_box_inside_one_die_is_not_another_die(reader, monkeypa
     assert list(reader.read(image).dice) == [unsure_whole]
 
 
+def test_a_numeral_read_as_a_d6_inside_a_numbered_die_is_not_another_die(reader, monkeypatch):
+    """read's last step (_without_numerals_as_d6): a die read as a d6, sure or not, lying at least NUMERAL_INSIDE
+    inside the box of a d8 or d10 die at least PART_SIZE times as big across is dropped: the big die's own numeral
+    boxed apart and read as pips. A d6 beside it, one inside a die not that much bigger, a sure d6 inside a
+    bigger d6's box, and a numbered die inside a numbered die's box stay."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.reader import NUMERAL_INSIDE, PART_SIZE
+
+    assert (NUMERAL_INSIDE, PART_SIZE) == (0.9, 1.5)
+    image = np.zeros((640, 640, 3), np.uint8)
+    # valid_s459_000115 (renders/fresh459-big): a tens die's numeral read as a d6 six at 0.977, ok
+    tens = Die("d10-tens", "40", 40, (305, 206, 444, 384), 1.0, "ok", 1.0)  # 178 px
+    d10 = Die("d10", "7", 7, (390, 337, 570, 484), 1.0, "ok", 1.0)
+    six = Die("d6", "6", 6, (331, 326, 389, 379), 0.977, "ok", 0.977)  # 58 px, wholly inside the tens die's box
+    unsure_six = Die("d6", "", 0, (331, 326, 389, 379), 0.6, "unreadable", 0.6)
+    found = {"dice": [tens, d10, six]}
+    monkeypatch.setattr(reader, "_boxes", lambda *a: [d.box for d in found["dice"]])
+    monkeypatch.setattr(reader, "_dice", lambda *a, **k: list(found["dice"]))
+    monkeypatch.setattr(reader, "d6_numerals", None)  # its last look at unsure d6 is another test's
+    assert set(reader.read(image).dice) == {tens, d10}
+    found["dice"] = [tens, unsure_six]
+    assert list(reader.read(image).dice) == [tens]
+    beside = Die("d6", "3", 3, (40, 40, 98, 93), 0.99, "ok", 0.99)
+    big_d6 = Die("d6", "1", 1, (305, 206, 444, 384), 1.0, "ok", 1.0)  # the same box read as a d6: not a numeral's host
+    close = Die("d10", "2", 2, (320, 310, 400, 390), 1.0, "ok", 1.0)  # 80 px: under 1.5 x the six's 58
+    inner_d8 = Die("d8", "5", 5, (331, 326, 389, 379), 0.99, "ok", 0.99)
+    for dice in ([tens, beside], [big_d6, six], [close, six], [tens, inner_d8]):
+        found["dice"] = dice
+        assert set(reader.read(image).dice) == set(dice)
+
+
 def test_an_unsure_part_at_a_dies_rim_is_not_another_die(reader, monkeypatch):
     """read's last _without_parts: a die not surely read lying at least RIM_INSIDE inside the box of a die at least
     RIM_SIZE times as big across, grown RIM_GROW times about its centre, is dropped: a side face's numeral or pips

@@ -1072,6 +1072,11 @@ RIM_INSIDE = 0.9
 RIM_SIZE = 2.0
 #: See :data:`RIM_INSIDE`.
 RIM_GROW = 1.6
+#: A numeral taken for a d6 (:meth:`DiceReader.read`'s last step): a die read as a d6, sure or not, lying at least
+#: this share inside the box of a d8 or d10 (either kind, any status) at least :data:`PART_SIZE` times as big across:
+#: a big numbered die's own numeral ("00", "10") boxed and read as pips (models/history/detector.md, "A numeral
+#: taken for a d6, again").
+NUMERAL_INSIDE = 0.9
 
 
 def _lies_in(small, big, size: float = PART_SIZE, inside: float = PART_INSIDE, grow: float = 1.0) -> bool:
@@ -1082,6 +1087,17 @@ def _lies_in(small, big, size: float = PART_SIZE, inside: float = PART_INSIDE, g
     if _long_side(big) < size * _long_side(small):
         return False
     return inside_share(small, big if grow == 1.0 else _shrink(big, grow)) >= inside
+
+
+def _without_numerals_as_d6(dice: list[Die]) -> list[Die]:
+    """``dice`` less each die read as a d6 (any status: a d6 read ``ok`` too) whose box lies at least
+    :data:`NUMERAL_INSIDE` inside the box of a d8 or d10 die (``d8``, ``d10``, ``d10-tens``; any status) at least
+    :data:`PART_SIZE` times as big across. Two dice on a table seen from above do not lie one inside the other; a
+    big numbered die's numeral ("00", "10", "6") boxed apart and read as pips does (models/history/detector.md,
+    "A numeral taken for a d6, again")."""
+    numbered = [d.box for d in dice if d.kind != "d6"]
+    return [d for d in dice if d.kind != "d6" or not any(_lies_in(d.box, box, PART_SIZE, NUMERAL_INSIDE)
+                                                          for box in numbered)]
 
 
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
@@ -1728,6 +1744,7 @@ class DiceReader:
         dice = self._without_parts(dice, NEST_SIZE, NEST_INSIDE)  # second boxes on one die
         dice = self._without_parts(dice, RIM_SIZE, RIM_INSIDE, RIM_GROW)  # parts at a die's rim
         dice = self._with_d6_numerals(image, dice, kinds, False, threshold, scores)
+        dice = _without_numerals_as_d6(dice)
         dice = [dice[i] for i in reading_order([d.box for d in dice])]
         ms = (time.perf_counter() - start) * 1000
         return Reading(name, image.shape[1], image.shape[0], ms, tuple(dice))
