@@ -1074,8 +1074,12 @@ def test_card_gives_each_run_with_the_options_its_log_recorded():
     from pi_table.train.__main__ import parse_args
     from pi_table.train.card import recorded_options
 
-    shipped = json.loads((REPO_MODELS / "train-log.json").read_text())["recalibrated"]["args"]
-    options = recorded_options(shipped, parse_args, ["--data", "x", "--out", "y"],
+    # the recalibration logged in models/train-log.json until 2026-12-01 (its options that differ from the defaults)
+    recalibration = {"data": "[PosixPath('../shared/data/real')]", "renders": "[PosixPath('renders/train')]",
+                     "cls_renders": "[]", "out": "runs/tta8", "calib_renders": "[PosixPath('renders/big')]", "seed": "0",
+                     "cls_steps": "8000", "det_from": "None", "numbered_wrong_target": "0.0015", "fixed_labels": "False",
+                     "second_look": "8", "cascade": "None", "calibrate_only": "True", "int8": "True", "threads": "2"}
+    options = recorded_options(recalibration, parse_args, ["--data", "x", "--out", "y"],
                                skip=("data", "renders", "out", "seed", "threads", "smoke", "calibrate_only"))
     assert options == ["--calib-renders renders/big", "--numbered-wrong-target 0.0015", "--int8"]
     logged = {"renders": "[PosixPath('renders/train'), PosixPath('renders/num')]", "steps": "16000",
@@ -1091,6 +1095,24 @@ def test_card_gives_each_run_with_the_options_its_log_recorded():
 
     assert recorded_options(cocked_log, cocked_args, ["--renders", "renders/train", "--renders", "renders/num",
                                                       "--out", "y"]) == ["--flat-target 0.001"]
+
+
+def test_classifier_card_gives_the_command_its_log_recorded():
+    """pi_table.train.card.train_command_from_log: the shipped classifiers' card gives the run that made them, from
+    models/train-log.json (two --member runs side by side, then copied into models/), not the README's full run."""
+    from pi_table.train.__main__ import parse_args
+    from pi_table.train.card import train_command_from_log
+
+    shipped = json.loads((REPO_MODELS / "train-log.json").read_text())["args"]
+    first, note = train_command_from_log(shipped, parse_args).split("\n")
+    assert first.startswith("python3 -m pi_table.train --data ../shared/data/real --renders renders/train ")
+    for option in ("--cls-steps 16000", "--det-from models", "--calib-d6 pooled", "--fixed-labels", "--int8",
+                   "--cascade 0.97", "--out runs/c16fx", "--seed 0", "--member K"):
+        assert option in first
+    assert "side by side" in note and "copied into models/" in note
+    one_run = {**shipped, "member": "None", "out": "models/", "cls_steps": "8000"}
+    assert train_command_from_log(one_run, parse_args).endswith("--out models/ --seed 0")
+    assert "--cls-steps" not in train_command_from_log(one_run, parse_args)
 
 
 def test_card_says_how_the_cascade_was_set_and_what_it_does():

@@ -89,6 +89,26 @@ def recorded_options(recorded: dict, parse_args, base_argv: list[str], skip=()) 
     return out
 
 
+#: The README's full training run: the classifier card's command unless its log records another.
+DEFAULT_TRAIN_COMMAND = "python3 -m pi_table.train --data ../shared/data/real --renders renders/train --out models/ --seed 0"
+
+
+def train_command_from_log(recorded: dict, parse_args) -> str:
+    """The command of the reader's training run (``python3 -m pi_table.train``) whose log recorded ``recorded``
+    (its ``args``): the data, ``--out``, the seed, then every other option it set; a run of one ``--member`` is
+    given as the two side by side it was (the later one calibrates), its files then copied into models/."""
+    data = " ".join(f"--data {d}" for d in re.findall(r"PosixPath\('([^']*)'\)", recorded.get("data", ""))) \
+        or "--data ../shared/data/real"
+    out = recorded.get("out", "models/")
+    extra = recorded_options(recorded, parse_args, ["--data", "x", "--out", "y"],
+                             skip=("data", "out", "seed", "smoke", "member"))
+    command = " ".join(["python3 -m pi_table.train", data, *extra, "--out", out, "--seed", recorded.get("seed", "0")])
+    if recorded.get("member", "None") != "None":
+        command += (f" --member K\n# K = 1 and 2 side by side (a core each; the run that ends last calibrates), then "
+                    f"{out}'s classifiers, reader.json and train-log.json copied into models/")
+    return command
+
+
 def numerals_command(recorded: dict, out: str | None = None) -> str:
     """The command of a numeral-model training run (``python3 -m pi_table.train.numerals``) whose log recorded
     ``recorded`` (its ``args``): its renders and valid folders, ``--out`` (``out`` in place of the recorded one
@@ -142,7 +162,8 @@ def main(argv=None) -> int:
     p.add_argument("--close-up-renders", type=Path, help="rendered close-ups of held-out fonts, colours and "
                    "backgrounds (render --die-px 90,220 --max-dice 3 --split valid): a few big, sharp dice a picture")
     p.add_argument("--lofo", action="append", default=[], help="MODELS=DIR: a leave-one-folder-out model and the folder it never saw")
-    p.add_argument("--train-command", default="python3 -m pi_table.train --data ../shared/data/real --renders renders/train --out models/ --seed 0")
+    p.add_argument("--train-command", default=DEFAULT_TRAIN_COMMAND, help="the classifier card's training command "
+                   "(default: the one its train-log.json records, or this for a log that was recalibrated since)")
     p.add_argument("--note", default="")
     args = p.parse_args(argv)
     # Every folder is checked before the minutes of measuring: one line naming the option, exit 2.
@@ -311,6 +332,9 @@ def main(argv=None) -> int:
                          "they are d6 (not which face), and the detector to find them."))
     train_command = args.train_command
     recalibrated = log.get("recalibrated")
+    largs = log.get("args", {})
+    if not recalibrated and largs and args.train_command == DEFAULT_TRAIN_COMMAND:
+        train_command = train_command_from_log(largs, train_args)
     if recalibrated:
         # the weights are that command's; the temperature and thresholds were fitted again since (and, with --int8,
         # the float classifiers quantised first): the options that run was given, from its log
@@ -328,7 +352,8 @@ def main(argv=None) -> int:
         train_command += (f"\n# then {what} ({recalibrated.get('seconds', '?')} s):\n"
                           + " ".join([args.train_command, *extra, "--calibrate-only"]))
     cascade_command, cascade_text = cascade_texts(config["classifier"])
-    train_command += cascade_command
+    if "--cascade" not in train_command:  # a run given --cascade wrote it itself
+        train_command += cascade_command
     today = date.today().isoformat()
     common = f"""Command that trained it (CPU, {log.get('args', {}).get('threads', '?')} threads, seed {config.get('seed', 0)}, {log.get('seconds', '?')} s):
 
@@ -408,7 +433,11 @@ box and rejects those that are not dice.{made_text}
                  if views > 1 else "")
     shape_text = (" (`KIND:*`: a numbered die told by its shape only; `numerals.onnx` reads its numeral, see numerals.md)"
                   if any(c.endswith(":*") for c in classes) else "")
-    shape_t_text = (f", its calib photos; a crop whose top score is a numbered shape is scaled by its own T = "
+    calib_dice = (("its calib photos (their labels with the kit's checked fixes, `--fixed-labels`)"
+                   if chosen_by.get("fixed_labels") == "True" else "its calib photos")
+                  + (" and calib renders' d6 together (`--calib-d6 pooled`), where the d6 threshold is chosen too"
+                     if chosen_by.get("calib_d6") == "pooled" else ""))
+    shape_t_text = (f", {calib_dice}; a crop whose top score is a numbered shape is scaled by its own T = "
                     f"{cls['shape_temperature']:.3f}, fitted on the calib dice (photos and renders) that top at one "
                     f"(top-label calibration, Gupta and Ramdas 2022)" if cls.get("shape_temperature") else "")
     ensemble_text = (f"A deep ensemble (Lakshminarayanan et al. 2017) of {len(cls_files)} classifiers "

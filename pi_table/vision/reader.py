@@ -1064,7 +1064,7 @@ PART_SIZE = 1.5
 NEST_INSIDE = 0.75
 #: ... at least this many times as big across (models/history/detector.md, "A second box inside one die").
 NEST_SIZE = 1.2
-#: A part at a die's rim (:meth:`DiceReader.read`'s last step): a die not surely read lying at least this share
+#: A part at a die's rim (:meth:`DiceReader.read`, after the parts are joined): a die not surely read lying at least this share
 #: inside another die's box grown :data:`RIM_GROW` times about its centre ...
 RIM_INSIDE = 0.9
 #: ... that die at least this many times as big across: a side face's numeral or pips just outside the box of a
