@@ -1089,15 +1089,20 @@ def _lies_in(small, big, size: float = PART_SIZE, inside: float = PART_INSIDE, g
     return inside_share(small, big if grow == 1.0 else _shrink(big, grow)) >= inside
 
 
+def _numeral_as_d6(die: Die, numbered: Die) -> bool:
+    """Whether ``die``, read as a d6, lies at least :data:`NUMERAL_INSIDE` inside the box of ``numbered``, a d8 or d10
+    die (any status) at least :data:`PART_SIZE` times as big across: that die's numeral read as pips."""
+    return die.kind == "d6" and numbered.kind != "d6" and _lies_in(die.box, numbered.box, PART_SIZE, NUMERAL_INSIDE)
+
+
 def _without_numerals_as_d6(dice: list[Die]) -> list[Die]:
     """``dice`` less each die read as a d6 (any status: a d6 read ``ok`` too) whose box lies at least
     :data:`NUMERAL_INSIDE` inside the box of a d8 or d10 die (``d8``, ``d10``, ``d10-tens``; any status) at least
     :data:`PART_SIZE` times as big across. Two dice on a table seen from above do not lie one inside the other; a
     big numbered die's numeral ("00", "10", "6") boxed apart and read as pips does (models/history/detector.md,
     "A numeral taken for a d6, again")."""
-    numbered = [d.box for d in dice if d.kind != "d6"]
-    return [d for d in dice if d.kind != "d6" or not any(_lies_in(d.box, box, PART_SIZE, NUMERAL_INSIDE)
-                                                          for box in numbered)]
+    numbered = [d for d in dice if d.kind != "d6"]
+    return [d for d in dice if not any(_numeral_as_d6(d, n) for n in numbered)]
 
 
 # Boxes whose numbered-shape probability is below this are not read by the numeral model.
@@ -1814,7 +1819,9 @@ class DiceReader:
         together"). A group whose die is read unsure (or cocked) replaces its own parts by that die, reported as
         it is read, after the sure groups and under (b), (c) and (d), when each part is under :data:`JOIN_PART`
         times the frame's largest sure die across and no sure joined die lies in it: one die to roll again, not
-        several false ones ("One unreadable die for its parts").
+        several false ones ("One unreadable die for its parts"). "The frame's sure dice" leave out, for a group
+        read surely as a d8 or d10, a sure d6 that is that die's numeral (:func:`_numeral_as_d6`: a dark tens
+        die's "10" read as a "6"), which the last step of :meth:`read` drops ("A sure numeral among unsure parts").
         Costs nothing on a frame with fewer than two unsure dice.
 
         Args:
@@ -1843,7 +1850,7 @@ class DiceReader:
         for i in unsure:
             groups.setdefault(root(i), []).append(i)
         detector = self.close_up_detector or self.detector
-        sure = [_long_side(d.box) for d, u in zip(dice, flags) if not u]
+        sure_dice = [d for d, u in zip(dice, flags) if not u]
         dropped: set[int] = set()
         joined = []
 
@@ -1869,6 +1876,8 @@ class DiceReader:
             if not found:
                 continue
             die = found[0]
+            # the frame's sure dice, less a sure joined die's own numerals read as pips (_numeral_as_d6)
+            sure = [_long_side(d.box) for d in sure_dice if self._unsure(die) or not _numeral_as_d6(d, die)]
             if sure and _long_side(die.box) > JOIN_SIZE * max(sure):
                 continue  # far bigger than the frame's sure dice: touching dice, not one die
             if not self._unsure(die):
