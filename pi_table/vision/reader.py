@@ -1644,8 +1644,7 @@ class DiceReader:
         :data:`ZOOM_OUT`), one such part is enough, and so it is for any big die when the part is
         under :data:`LONE_DIE` of it across and the big box reads as no die, or as a "1" with the part
         some other face (:meth:`_no_die_round_one`: one die in a wide shot, the desk round it boxed as
-        a die). (The
-        pips and faces a big die is split into are not called dice so surely; those that are, a white
+        a die). (The pips and faces a big die is split into are not called dice so surely; those that are, a white
         d6's pips read as "1"s, are told by how little of the big die they cover: :meth:`_is_cluster`.) The parts are judged as this rule was chosen (:meth:`_part_bar`):
         at the one temperature, not ``shape_temperature``, and a numbered shape at
         :data:`NUMBERED_PART_SURE` at least. Judged as the other dice are, a big die's kite faces
