@@ -2126,7 +2126,7 @@ def test_a_far_looks_big_die_is_a_cluster_at_one_sure_part(reader, monkeypatch):
     assert reader.classifier.classes[int(p.argmax())] != "d6:1"  # (a lone "1" may be a pip)
     looker = reader.close_up_detector or reader.detector
     ground = {"answer": True}
-    monkeypatch.setattr(reader, "_no_die_round_one", lambda image, box, lone=(): ground["answer"])
+    monkeypatch.setattr(reader, "_no_die_round_one", lambda image, box: ground["answer"])
     for grow, zoom, no_die, kept in ((1.0, FAR_ZOOM_OUTS[0], False, True), (0.125, FAR_ZOOM_OUTS[0], False, True),
                                      (0.125, ZOOM_OUT, True, False), (1.0, ZOOM_OUT, False, False),
                                      (1.0, ZOOM_OUT, True, True)):
@@ -2162,28 +2162,6 @@ def test_a_box_read_as_a_sure_die_or_a_numbered_shape_is_no_ground_round_one_die
     assert reader._no_die_round_one(image, box)  # sure of no die
 
 
-def test_a_box_read_as_a_sure_one_round_a_lone_die_that_is_no_one_is_the_ground(reader, monkeypatch):
-    """_no_die_round_one: a box read surely as a d6 "1" is the ground round one die when a lone sure
-    part in it reads as another face (the die is the "1"'s pip to the classifier: matteop65 desk
-    photos in a wide shot), and a die of its own when the lone parts all read "1" (a close-up "1"'s pip)
-    or there are none."""
-    classes = reader.classifier.classes
-    probs = {"d6:1": 0.99, "none": 0.01}
-
-    def calibrated(logits, top_label=True):
-        return np.array([probs[c] if c in probs else 0.0 for c in classes])[None, :]
-
-    monkeypatch.setattr(reader.classifier, "calibrated", calibrated)
-    image = np.full((100, 100, 3), 128, np.uint8)
-    box = (10.0, 10.0, 90.0, 90.0)
-    assert reader._no_die_round_one(image, box, ["d6:5"])
-    assert reader._no_die_round_one(image, box, ["d6:1", "d8:3"])
-    assert not reader._no_die_round_one(image, box, ["d6:1"])
-    assert not reader._no_die_round_one(image, box)
-    probs.clear(); probs.update({"d6:3": 0.99, "none": 0.01})
-    assert not reader._no_die_round_one(image, box, ["d6:5"])  # a sure die other than a "1"
-
-
 def test_a_big_dies_parts_that_all_read_one_and_cover_little_of_it_are_its_pips(reader, monkeypatch):
     """_is_cluster: sure parts make a cluster of small dice, except when every sure one reads as a
     d6's "1" and together they cover less than CLUSTER_COVER of the big die (its pips)."""
@@ -2205,7 +2183,7 @@ def test_a_big_dies_parts_that_all_read_one_and_cover_little_of_it_are_its_pips(
     reads[pips[0]] = "d10:*"
     assert reader._is_cluster(image, big, pips, 1)  # a far look's die: one sure part
     ground = {"answer": True}
-    monkeypatch.setattr(reader, "_no_die_round_one", lambda image, box, lone=(): ground["answer"])
+    monkeypatch.setattr(reader, "_no_die_round_one", lambda image, box: ground["answer"])
     assert reader._is_cluster(image, big, pips, 2)  # one sure part under LONE_DIE, in no die: the ground
     ground["answer"] = False
     assert not reader._is_cluster(image, big, pips, 2)  # ... in a box that reads as a die: its part
@@ -2444,8 +2422,12 @@ def test_a_tray_photo_in_a_wide_shot_reads_its_small_dice(stem, dice, least_righ
     assert score.dice == dice and score.right >= least_right and score.false_dice == 0, (score.right, score.false_dice)
 
 
-# The classifiers shipped on 2026-12-01 read the desk's box round these two dice as a d6 "1" at 0.949 and 0.985 (the
-# die its pip): _no_die_round_one takes such a "1" round a lone die read as another face for the ground.
+# Known regression of the classifiers shipped on 2026-12-01 (models/history/classifier.md, "Twice as long, calibrated
+# on photos and renders together"): they read the desk's box round these two dice as a d6 "1" at 0.949 and 0.985, not
+# as no die, so the die is lost and the desk reported. Strict: the test fails again once the case reads right. Taking
+# such a "1" round a lone die read as another face for the ground fixed it, but lost held-out close-ups of a "1", whose
+# pip reads as a sure "4" or "2" (models/history/detector.md, "One die in a wide shot, read as a "1"").
+@pytest.mark.xfail(strict=True, reason="regression with the 2026-12-01 classifiers: the desk's box read as a d6 '1'")
 @pytest.mark.parametrize("stem", ["five_10", "two_10"])
 def test_one_die_on_a_desk_in_a_wide_shot_is_read_not_taken_for_the_desk(stem):
     """A matteop65 desk photo of one die set in a plain border three times its size: the zoomed-out
@@ -2459,6 +2441,26 @@ def test_one_die_on_a_desk_in_a_wide_shot_is_read_not_taken_for_the_desk(stem):
     labelled = with_die_boxes(next(im for im in load_yolo(real) if im.path.stem == stem))
     score = score_image(DiceReader(threads=1), labelled, border=3.0)
     assert score.dice == 1 and score.right == 1 and score.false_dice == 0, (score.right, score.false_dice)
+
+
+@pytest.mark.parametrize("folder, stem", [("nellbyler-d6-tray", "IMG_20191209_100559"), ("matteop65-d6-desk/Valid", "valid_72")])
+def test_a_close_up_of_a_one_is_read_though_its_pip_reads_as_another_face(folder, stem):
+    """A held-out die showing "1" in a close-up (the die half the picture, as ``eval --close-ups 2`` makes
+    them): the zoomed-out look boxes the die, read surely as a "1", over its pip, which the classifier reads
+    surely as a "4" or a "2". The die is read as a "1" and its pip is no die (a "1" round a lone die read as
+    another face taken for the ground lost both dice; models/history/detector.md, "One die in a wide shot,
+    read as a "1"")."""
+    from pi_table.vision.dataset import load_yolo, with_die_boxes
+    from pi_table.vision.evaluate import close_up
+    from pi_table.vision.reader import inside_share
+
+    labelled = next(im for im in load_yolo(need_shared() / folder) if im.path.stem == stem)
+    labelled = with_die_boxes(labelled) if folder.startswith("matteop65") else labelled
+    die = next(d for d in labelled.dice if d.face == "1")
+    picture, box = close_up(load_image(labelled.path), die.box, 2.0)
+    dice = DiceReader(threads=1).read(picture, threshold=0.0).dice
+    inside = [d for d in dice if inside_share(d.box, box) > 0.5]
+    assert [(d.face, d.status) for d in inside] == [("1", "ok")] and iou(inside[0].box, box) >= 0.5
 
 
 def test_eval_turn_reads_each_photo_turned_with_its_labels(tmp_path):

@@ -1642,9 +1642,9 @@ class DiceReader:
         threshold of the class it gives them is a cluster of small dice the second look saw as
         one: the first look's boxes stand. For a die of the far looks (``zoom_out`` above
         :data:`ZOOM_OUT`), one such part is enough, and so it is for any big die when the part is
-        under :data:`LONE_DIE` of it across and the big box reads as no die, or as a "1" with the part
-        some other face (:meth:`_no_die_round_one`: one die in a wide shot, the desk round it boxed as
-        a die). (The pips and faces a big die is split into are not called dice so surely; those that are, a white
+        under :data:`LONE_DIE` of it across and the big box reads as no die
+        (:meth:`_no_die_round_one`: one die in a wide shot, the desk round it boxed as a die). (The
+        pips and faces a big die is split into are not called dice so surely; those that are, a white
         d6's pips read as "1"s, are told by how little of the big die they cover: :meth:`_is_cluster`.) The parts are judged as this rule was chosen (:meth:`_part_bar`):
         at the one temperature, not ``shape_temperature``, and a numbered shape at
         :data:`NUMBERED_PART_SURE` at least. Judged as the other dice are, a big die's kite faces
@@ -1671,29 +1671,27 @@ class DiceReader:
         """Whether a big die's ``parts`` (boxes x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR)
         are a cluster of small dice that :meth:`_with_big_dice` keeps: at least ``cluster`` of them
         are sure dice (:meth:`_sure_parts`), or one is, under :data:`LONE_DIE` of ``big_box``'s long
-        side, and ``big_box`` is no die round it (:meth:`_no_die_round_one`), unless every sure one reads as a
+        side, and ``big_box`` is no die (:meth:`_no_die_round_one`), unless every sure one reads as a
         d6's "1" and together they cover less than :data:`CLUSTER_COVER` of ``big_box``, the big
         die's: then they are its pips (a close-up of one white or red d6; models/history/detector.md, "Close-ups' pips")."""
         reads = self._sure_parts(image, parts)
         sure = [b for b, c in zip(parts, reads) if c]
-        lone = [c for b, c in zip(parts, reads) if c and _long_side(b) < LONE_DIE * _long_side(big_box)]
-        if len(sure) < cluster and not (lone and self._no_die_round_one(image, big_box, lone)):
+        if len(sure) < cluster and not (any(_long_side(b) < LONE_DIE * _long_side(big_box) for b in sure)
+                                        and self._no_die_round_one(image, big_box)):
             return False
         if any(c != "d6:1" for c in reads if c):
             return True
         return sum(_intersection(b, big_box) for b in sure) >= CLUSTER_COVER * _area(big_box)
 
-    def _no_die_round_one(self, image: np.ndarray, big_box, lone=()) -> bool:
-        """Whether ``big_box`` (x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR) is the ground round
-        one small die, not a die of its own: the classifier alone (one view, one temperature) gives
-        numbered shapes less than half of it, and reads it as no sure die (:meth:`_part_bar`), or as a
-        sure d6 "1" while one of ``lone`` (the sure reads of its small parts, classifier classes) is
-        not a "1". The lone die in the middle of its ground is that "1"'s pip to the classifier, and a
-        "1"'s pip read as a die reads as a "1" (models/history/detector.md, "One die in a wide shot")."""
+    def _no_die_round_one(self, image: np.ndarray, big_box) -> bool:
+        """Whether the classifier alone (one view, one temperature) reads ``big_box`` (x0, y0, x1, y1,
+        pixels of ``image``, HxWx3 uint8 BGR) as no sure die (:meth:`_part_bar`) and gives numbered
+        shapes less than half of it: the ground round one small die, not a die of its own. (A box read
+        as a sure "1" round a lone die that reads as another face is not taken for the ground: a close-up
+        "1"'s pip reads so too; models/history/detector.md, "One die in a wide shot, read as a "1"".)"""
         p = self._part_probabilities(image, [big_box])
         numbered = float(p[0, self.classifier._shapes].astype(np.float64).sum())
-        read = self._sure_reads(p)[0]
-        return numbered < 0.5 and (not read or read == "d6:1" and any(c != "d6:1" for c in lone))
+        return not self._sure_reads(p)[0] and numbered < 0.5
 
     def _sure_dice(self, image: np.ndarray, boxes) -> int:
         """How many of ``boxes`` (x0, y0, x1, y1, pixels of ``image``, HxWx3 uint8 BGR) the classifier
