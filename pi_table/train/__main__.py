@@ -1076,8 +1076,9 @@ def choose_thresholds(models: Path, images, wrong_target: float, numbered_target
     def of_kind(kind: str) -> list:  # the renders with only their dice of ``kind`` labelled
         return [im for im in (replace(im, dice=tuple(d for d in im.dice if d.kind == kind)) for im in renders) if im.dice]
 
-    d6 = photos + of_kind("d6") if pooled_d6 else photos
+    d6 = photos
     if pooled_d6:
+        d6 = photos + of_kind("d6")
         log("d6 (calib photos and renders):")
     out: dict = {"threshold": choose_threshold(models, d6, wrong_target, reader)}
     numbered_target = wrong_target if numbered_target is None else numbered_target

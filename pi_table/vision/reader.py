@@ -1873,11 +1873,12 @@ class DiceReader:
             if not found:
                 continue
             die = found[0]
+            surely = not self._unsure(die)
             # the frame's sure dice, less a sure joined die's own numerals read as pips (_numeral_as_d6)
-            sure = [_long_side(d.box) for d in sure_dice if self._unsure(die) or not _numeral_as_d6(d, die)]
+            sure = [_long_side(d.box) for d in sure_dice if not (surely and _numeral_as_d6(d, die))]
             if sure and _long_side(die.box) > JOIN_SIZE * max(sure):
                 continue  # far bigger than the frame's sure dice: touching dice, not one die
-            if not self._unsure(die):
+            if surely:
                 take(die, unsure)
             elif not (sure and any(_long_side(dice[i].box) >= JOIN_PART * max(sure) for i in members)):
                 unsure_reads.append((members, die))  # parts under the frame's sure dice: pips or numerals, not whole dice
