@@ -193,6 +193,70 @@ def test_numbered_kinds_take_their_own_wrong_target(monkeypatch):
     assert train.choose_thresholds(Path("m"), [photo, render], 0.003)["thresholds"] == {"d8": 0.003, "d10-tens": 0.003}
 
 
+@pytest.mark.parametrize("extra, why", [([], "goes with --calibrate-only"), (["--calibrate-only", "--int8"], "keeps every model")])
+def test_numbered_only_without_calibrate_only_or_with_int8_is_refused_in_one_line(capsys, extra, why):
+    from pi_table.train.__main__ import parse_args
+
+    assert parse_args(["--data", "x", "--out", "y", "--calibrate-only", "--numbered-only"]).numbered_only
+    with pytest.raises(SystemExit) as e:
+        parse_args(["--data", "x", "--out", "y", "--numbered-only"] + extra)
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and err.startswith("error: --numbered-only: ") and why in err and "\n" not in err
+
+
+def test_choose_thresholds_without_d6_chooses_the_numbered_kinds_only(monkeypatch):
+    """choose_thresholds(d6=False) (--numbered-only): no d6 threshold is chosen, nor its photos read."""
+    import pi_table.train.__main__ as train
+
+    monkeypatch.setattr("pi_table.vision.reader.DiceReader", lambda models, threads=0: object())
+    monkeypatch.setattr(train, "remember_rows", lambda reader: None)
+    asked = []
+    monkeypatch.setattr(train, "choose_threshold",
+                        lambda models, images, target, reader=None: asked.append(images[0].folder) or target)
+    photo = LabelledImage(Path("p.jpg"), 64, 64, (LabelledDie("d6", "4", (0, 0, 9, 9)),), "nellbyler-d6-tray")
+    render = LabelledImage(Path("r.jpg"), 64, 64, (LabelledDie("d10", "7", (0, 0, 9, 9)),), "renders")
+    assert train.choose_thresholds(Path("m"), [photo, render], 0.003, 0.0015, d6=False) == {"thresholds": {"d10": 0.0015}}
+    assert asked == ["renders"]
+
+
+def test_numbered_only_recalibration_changes_the_numbered_thresholds_and_nothing_else(tmp_path, monkeypatch):
+    """--calibrate-only --numbered-only (recalibrate_numbered): the numbered kinds' thresholds are chosen with
+    reader.json as the full calibration reads when it chooses (no refine pass, no numbered recut, no cascade) and
+    written; every other setting comes back as it was, also when the choice fails; the log records it."""
+    import argparse
+
+    import pi_table.train.__main__ as train
+
+    config = {"classifier": {"file": ["a.onnx", "b.onnx"], "temperature": 0.75, "cascade": 0.97},
+              "threshold": 0.91, "thresholds": {"d8": 0.98, "d10": 0.98, "d10-tens": 0.99},
+              "refine_unsure": 1, "recut_numbered": 3, "second_look": 8, "numerals": {"file": "numerals.onnx"}}
+    (tmp_path / "reader.json").write_text(json.dumps(config))
+    (tmp_path / "train-log.json").write_text(json.dumps({"temperature": 0.75}))
+    seen = []
+
+    def chosen(models, images, target, numbered_target, d6=True):
+        seen.append((json.loads((models / "reader.json").read_text()), d6, numbered_target))
+        return {"thresholds": {"d8": 0.95, "d10-tens": 0.97}}
+
+    monkeypatch.setattr(train, "choose_thresholds", chosen)
+    args = argparse.Namespace(out=tmp_path, wrong_target=0.003, numbered_wrong_target=0.0015)
+    assert train.recalibrate_numbered(args, json.loads(json.dumps(config)), [], 0.0) == 0
+    during, d6, target = seen[0]
+    assert (during["refine_unsure"], during["recut_numbered"], "cascade" in during["classifier"], d6, target) == (0, 0, False, False, 0.0015)
+    after = json.loads((tmp_path / "reader.json").read_text())
+    assert after == {**config, "thresholds": {"d8": 0.95, "d10": 0.98, "d10-tens": 0.97}}
+    log = json.loads((tmp_path / "train-log.json").read_text())
+    assert log["temperature"] == 0.75 and log["numbered_recalibrated"]["thresholds"] == after["thresholds"]
+
+    def broken(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "choose_thresholds", broken)
+    with pytest.raises(KeyboardInterrupt):
+        train.recalibrate_numbered(args, json.loads(json.dumps(after)), [], 0.0)
+    assert json.loads((tmp_path / "reader.json").read_text()) == after
+
+
 def test_calib_d6_pooled_chooses_the_d6_threshold_on_the_photos_and_the_renders_d6(monkeypatch):
     """choose_thresholds(pooled_d6=True) (--calib-d6 pooled): the d6 threshold is chosen on the calib
     photos and the calib renders' d6 dice together (the renders' numbered dice not labelled there);

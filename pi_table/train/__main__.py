@@ -148,6 +148,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--calibrate-only", action="store_true", help="train nothing: fit the temperature and choose the "
                    "thresholds again for the models in --out (trained with the same --data, --renders and --seed); "
                    "with --int8, float classifiers there are first quantised as an --int8 run writes them")
+    p.add_argument("--numbered-only", action="store_true", help="with --calibrate-only: choose only the numbered kinds' "
+                   "thresholds again (d8, d10, d10-tens, at --numbered-wrong-target, as the full calibration chooses them), "
+                   "every other setting of reader.json kept: for a numeral model put into --out since, its numerals.json "
+                   "beside it (models/history/numerals.md, \"Four times the steps\")")
     p.add_argument("--int8", action="store_true", help="write the classifiers with int8 weights (7-bit), a quarter of "
                    "the size and faster on a CPU (nets.quantize_int8; the shipped pair is int8: models/classifier.md)")
     p.add_argument("--threads", type=int, default=2)
@@ -187,6 +191,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--wrong-target", args.wrong_target, 0 < args.wrong_target < 1, "in (0, 1)"),
                         ("--numbered-wrong-target", args.numbered_wrong_target,
                          args.numbered_wrong_target is None or 0 < args.numbered_wrong_target < 1, "in (0, 1)")))
+    if args.numbered_only and not args.calibrate_only:
+        refuse("--numbered-only", "goes with --calibrate-only (it chooses thresholds for models already trained)")
+    if args.numbered_only and args.int8:
+        refuse("--numbered-only", "keeps every model as it is; --int8 would quantise the classifiers")
     refuse_bad_out(args.out)
     if args.smoke:
         refuse_smoke_over_models(args.out)
@@ -938,6 +946,8 @@ def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> 
     config = json.loads(reader_json.read_text())
     # a numeral or cocked-die model trained into the folder since (its own json beside it) is the one calibrated
     take_model_settings(args.out, config, numbered="numerals" in config)
+    if args.numbered_only:
+        return recalibrate_numbered(args, config, calib_imgs, started)
     copy_close_up(args)
     if args.close_up_from is not None:
         config["detector"]["close_up_file"] = CLOSE_UP_FILE
@@ -951,6 +961,37 @@ def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> 
     log_path.write_text(json.dumps(history, indent=1) + "\n")
     log(f"recalibrated in {time.time() - started:.0f} s; temperature {figures['temperature']:.3f}; "
         f"shape temperature {figures['shape_temperature']}; thresholds {figures['threshold']} {figures['thresholds']}")
+    return 0
+
+
+def recalibrate_numbered(args: argparse.Namespace, config: dict, calib_imgs, started: float) -> int:
+    """``--calibrate-only --numbered-only``: ``config`` (``args.out``'s reader.json, with the settings of a numeral
+    model put there since) gets only its numbered kinds' ``thresholds`` chosen again, on the calib renders' dice of
+    each kind at ``args.numbered_wrong_target`` (default ``args.wrong_target``), read as :func:`calibrate_reader`
+    reads them when it chooses: the second look on, no refine pass, no numbered recut, no cascade; every other
+    setting (temperatures, the d6 threshold, the passes) is written back as it was. The training log records it
+    under ``"numbered_recalibrated"``. For a numeral model trained apart (``python3 -m pi_table.train.numerals``),
+    so that it is judged with thresholds chosen for it, not for the model before it."""
+    kept = json.loads(json.dumps(config))
+    choosing = json.loads(json.dumps(config))
+    choosing["refine_unsure"] = 0
+    choosing["recut_numbered"] = 0
+    choosing["classifier"].pop("cascade", None)
+    reader_json = args.out / "reader.json"
+    reader_json.write_text(json.dumps(choosing, indent=1) + "\n")
+    try:
+        chosen = choose_thresholds(args.out, calib_imgs, args.wrong_target, args.numbered_wrong_target, d6=False)
+    finally:  # the settings as they were, whatever happened
+        reader_json.write_text(json.dumps(kept, indent=1) + "\n")
+    kept["thresholds"] = {**kept.get("thresholds", {}), **chosen.get("thresholds", {})}
+    reader_json.write_text(json.dumps(kept, indent=1) + "\n")
+    log_path = args.out / "train-log.json"
+    history = json.loads(log_path.read_text()) if log_path.is_file() else {}
+    history["numbered_recalibrated"] = {"seconds": round(time.time() - started, 1), "thresholds": kept["thresholds"],
+                                        "numerals": kept.get("numerals", {}).get("file"),
+                                        "args": {k: str(v) for k, v in vars(args).items()}}
+    log_path.write_text(json.dumps(history, indent=1) + "\n")
+    log(f"numbered thresholds chosen again in {time.time() - started:.0f} s: {kept['thresholds']}")
     return 0
 
 
@@ -1052,11 +1093,12 @@ def remember_rows(reader) -> None:
 
 
 def choose_thresholds(models: Path, images, wrong_target: float, numbered_target: float | None = None,
-                      pooled_d6: bool = False) -> dict:
+                      pooled_d6: bool = False, d6: bool = True) -> dict:
     """``reader.json``'s ``threshold`` chosen on the calib photos (with ``pooled_d6``, on them and
     the calib renders' d6 dice together), and ``thresholds`` for each numbered kind chosen on the
     calib renders' dice of that kind (:func:`choose_threshold`), at ``numbered_target`` (default
-    ``wrong_target``) expected wrong at ``ok``.
+    ``wrong_target``) expected wrong at ``ok``. With ``d6`` False the d6 threshold is not chosen
+    (no ``threshold`` key; ``--numbered-only``).
 
     Numbered dice have their own because they are read by another model, trained and calibrated
     on renders only: pooled with the photos' d6, their lower confidence would push the one
@@ -1076,11 +1118,13 @@ def choose_thresholds(models: Path, images, wrong_target: float, numbered_target
     def of_kind(kind: str) -> list:  # the renders with only their dice of ``kind`` labelled
         return [im for im in (replace(im, dice=tuple(d for d in im.dice if d.kind == kind)) for im in renders) if im.dice]
 
-    d6 = photos
-    if pooled_d6:
-        d6 = photos + of_kind("d6")
-        log("d6 (calib photos and renders):")
-    out: dict = {"threshold": choose_threshold(models, d6, wrong_target, reader)}
+    out: dict = {}
+    if d6:
+        d6_dice = photos
+        if pooled_d6:
+            d6_dice = photos + of_kind("d6")
+            log("d6 (calib photos and renders):")
+        out["threshold"] = choose_threshold(models, d6_dice, wrong_target, reader)
     numbered_target = wrong_target if numbered_target is None else numbered_target
     # One per kind: a d10's numeral is read far more surely than a tens die's (two digits).
     for kind in NUMBERED:
