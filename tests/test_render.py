@@ -171,6 +171,39 @@ def test_logo_ones_print_a_makers_logo_on_a_pip_d6s_one(tmp_path):
         assert not (tmp_path / "r").exists()
 
 
+def test_faint_pips_paint_that_share_of_dice_in_the_faint_palettes_and_nothing_else_changes(tmp_path):
+    """render --faint-pips P: that share of the dice (train split only) is painted in a palette of FAINT_PALETTES,
+    pips about as bright as the body or coloured on a dark body; at 0 the scene is the one rendered before the option
+    existed, and the valid split's palettes are the same either way (models/history/classifier.md)."""
+    from pi_table.train.render.textures import DARK_GREY, FAINT_PALETTES, grey_of, palettes_for
+
+    faint = {p[0] for p in FAINT_PALETTES}
+    assert not faint & {p[0] for p in palettes_for("train") + palettes_for("valid")}
+    for kinds in (("d6",), KINDS):
+        a = make_scene(22, "train", 1, kinds, 256, None)
+        b = make_scene(22, "train", 1, kinds, 256, None, faint_pips=0.0)
+        assert np.array_equal(a.image, b.image) and a.meta == b.meta
+    painted = [d["material"].split("/")[0] for i in range(3) for d in make_scene(22, "train", i, KINDS, 256, None,
+                                                                                 faint_pips=1.0).meta["dice"]]
+    assert painted and set(painted) <= faint
+    dark = [d["material"].split("/")[0] for i in range(2) for d in make_scene(22, "train", i, KINDS, 256, None,
+                                                                              dark=True, faint_pips=1.0).meta["dice"]]
+    by_name = {p[0]: p for p in FAINT_PALETTES}
+    assert dark and all(grey_of(by_name[n][1]) < DARK_GREY for n in dark)
+    half = [d["material"].split("/")[0] in faint for i in range(12) for d in make_scene(23, "train", i, ("d6",), 256, None,
+                                                                                        faint_pips=0.5).meta["dice"]]
+    assert 0 < sum(half) < len(half)
+    with pytest.raises(ValueError, match="faint pips are for the train split only"):
+        make_scene(22, "valid", 1, KINDS, 256, None, faint_pips=0.5)
+    from tests.conftest import REPO
+
+    for bad, why in (("1.5", "must be 0..1"), ("x", "invalid float"), ("0.5 --split valid", "train only")):
+        r = subprocess.run([sys.executable, "-m", "pi_table.train.render", "--out", str(tmp_path / "r"), "--n", "1",
+                            "--faint-pips"] + bad.split(), cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "--faint-pips" in r.stderr, r.stderr
+        assert why in r.stderr and not (tmp_path / "r").exists()
+
+
 def test_font_split_disjoint_and_deterministic():
     train, valid = fonts_for("train"), fonts_for("valid")
     assert train and valid

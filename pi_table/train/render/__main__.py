@@ -75,7 +75,8 @@ def _one(index: int) -> int:
 
     j = _JOB
     scene = make_scene(j["seed"], j["split"], index, j["kinds"], j["size"], j["backgrounds"], die_px=j["die_px"],
-                       max_dice=j["max_dice"], dark=j["dark"], extra_fonts=j["extra_fonts"], logo_ones=j["logo_ones"])
+                       max_dice=j["max_dice"], dark=j["dark"], extra_fonts=j["extra_fonts"], logo_ones=j["logo_ones"],
+                       faint_pips=j["faint_pips"])
     write_scene(scene, Path(j["out"]), scene_name(j["split"], j["seed"], index))
     return len(scene.labels)
 
@@ -111,6 +112,10 @@ def generate(argv: list[str]) -> int:
                     help="the share (0..1) of the d6 printed with pips whose 1 is a maker's logo instead of its pip, as "
                          "on many real dice (a swirl, a ring, a star, a mark; the meta's printing.logo names it). "
                          "Default 0: the renders as before the option existed")
+    ap.add_argument("--faint-pips", type=float, default=0.0, metavar="P",
+                    help="the share (0..1) of dice painted in a palette whose pips are about as bright as the body, or "
+                         "coloured on a dark body (smoky dice with red pips; textures.FAINT_PALETTES), --split train "
+                         "only (the meta's material names it). Default 0: the renders as before the option existed")
     a = ap.parse_args(argv)
     from pi_table.train import out_folder_problem
 
@@ -119,7 +124,8 @@ def generate(argv: list[str]) -> int:
                                     ("--start", a.start, a.start >= 0, "0 or more"),
                                     ("--workers", a.workers, a.workers >= 1, "1 or more"),
                                     ("--size", a.size, a.size >= MIN_SIZE, f"{MIN_SIZE} or more"),
-                                    ("--logo-ones", a.logo_ones, 0.0 <= a.logo_ones <= 1.0, "0..1")):
+                                    ("--logo-ones", a.logo_ones, 0.0 <= a.logo_ones <= 1.0, "0..1"),
+                                    ("--faint-pips", a.faint_pips, 0.0 <= a.faint_pips <= 1.0, "0..1")):
         if not ok:
             ap.error(f"{option} must be {need}, got {value}")
     if a.die_px is not None and a.die_px[1] > a.size / 2:
@@ -127,6 +133,8 @@ def generate(argv: list[str]) -> int:
                  "fit in the image")
     if (why := out_folder_problem(a.out)) is not None:
         ap.error(f"--out: {why}")
+    if a.faint_pips and a.split != "train":
+        ap.error(f"--faint-pips is for --split train only, not {a.split}")
     extra: tuple[str, ...] = ()
     if a.extra_fonts:
         if a.split != "train":
@@ -144,7 +152,8 @@ def generate(argv: list[str]) -> int:
     if a.backgrounds and bg is None:
         print(f"note: {a.backgrounds} not found: synthetic backgrounds only", file=sys.stderr)
     job = dict(seed=a.seed, split=a.split, kinds=a.kinds, size=a.size, backgrounds=bg, out=str(a.out),
-               die_px=a.die_px, max_dice=a.max_dice, dark=a.dark, extra_fonts=extra, logo_ones=a.logo_ones)
+               die_px=a.die_px, max_dice=a.max_dice, dark=a.dark, extra_fonts=extra, logo_ones=a.logo_ones,
+               faint_pips=a.faint_pips)
     a.out.mkdir(parents=True, exist_ok=True)
     from pi_table.train.render import CLASSES
 

@@ -17,8 +17,8 @@ from . import class_id
 from .backgrounds import background
 from .geometry import Solid, hull_points, rest_pose, solid, up_face
 from .raster import Camera, Light, Material, Patch, composite, render_die, to_linear
-from .textures import (DARK_GREY, LOGOS, TEX, dark_palettes_for, fonts_for, logo_mask, numeral_mask, palettes_for,
-                       pip_mask)
+from .textures import (DARK_GREY, FAINT_PALETTES, LOGOS, TEX, dark_palettes_for, fonts_for, grey_of, logo_mask,
+                       numeral_mask, palettes_for, pip_mask)
 
 SPLIT_CODE = {"train": 0, "valid": 1}
 SIZE_RANGE = (28.0, 70.0)  # die outline across, px at 640 (scaled with --size)
@@ -38,8 +38,13 @@ def _pick(rng: np.random.Generator, options, weights) -> object:
     return options[int(rng.choice(len(options), p=w / w.sum()))]
 
 
-def _material(rng: np.random.Generator, split: str, dark: bool = False) -> tuple[Material, str]:
+def _material(rng: np.random.Generator, split: str, dark: bool = False, faint: float = 0.0) -> tuple[Material, str]:
+    """A die's material and its name (``PALETTE/KIND``). ``faint``: the share of dice whose palette is drawn from
+    :data:`~pi_table.train.render.textures.FAINT_PALETTES` (their dark-bodied ones with ``dark``), not the split's
+    own; at 0 no random draw is made for it, so the scene is the same as before the option existed."""
     pals = dark_palettes_for(split) if dark else palettes_for(split)
+    if faint and rng.random() < faint:
+        pals = tuple(p for p in FAINT_PALETTES if grey_of(p[1]) < DARK_GREY) if dark else FAINT_PALETTES
     name, body, ink, body2 = pals[int(rng.integers(len(pals)))]
     kind = _pick(rng, ("opaque", "translucent", "marbled", "metallic"), (0.45, 0.2, 0.22, 0.13))
     jitter = lambda c: np.clip(to_linear(c) * (1 + rng.normal(0, 0.08, 3)) * rng.uniform(0.85, 1.15), 0, 1).astype(np.float32)
@@ -136,7 +141,7 @@ def _dark_background(rng: np.random.Generator, size: int, split: str, bg_root: s
 def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6", "d8", "d10", "d10-tens"),
                size: int = 640, bg_root: str | None = None, die_px: tuple[float, float] | None = None,
                max_dice: int = 12, dark: bool = False, extra_fonts: tuple[str, ...] = (),
-               logo_ones: float = 0.0) -> Scene:
+               logo_ones: float = 0.0, faint_pips: float = 0.0) -> Scene:
     """Render scene ``index`` of (seed, split).  ``die_px`` overrides the die size range (px
     across at this ``size``) and ``max_dice`` caps the count (used by the compare sheet).
     ``dark``: dark dice on dark ground, every die's body from the split's dark palettes and the
@@ -146,15 +151,19 @@ def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6"
     ``extra_fonts``: font files drawn beside the split's own (``train`` only;
     :func:`~pi_table.train.render.textures.extra_train_fonts`); without them the scene is the same
     as before they existed. ``logo_ones``: the share of the pip d6 whose "1" is a maker's logo
-    (:func:`_face_masks`); at 0 the same scene as before.
+    (:func:`_face_masks`); at 0 the same scene as before. ``faint_pips``: the share of dice painted in a palette
+    whose pips are about as bright as the body, or coloured on a dark body (:func:`_material`; ``train`` only); at 0
+    the same scene as before.
 
     Raises:
-        ValueError: an unknown split, ``extra_fonts`` for ``valid``, or ``dark`` with no dark palette
+        ValueError: an unknown split, ``extra_fonts`` or ``faint_pips`` for ``valid``, or ``dark`` with no dark palette
             or no dark background in 200 draws for the split."""
     if split not in SPLIT_CODE:
         raise ValueError(f"split must be train or valid, not {split!r}")
     if extra_fonts and split != "train":
         raise ValueError(f"extra fonts are for the train split only, not {split!r}")
+    if faint_pips and split != "train":
+        raise ValueError(f"faint pips are for the train split only, not {split!r}")
     if dark and not dark_palettes_for(split):
         raise ValueError(f"no dark palette in the {split} split")
     rng = np.random.default_rng([int(seed), SPLIT_CODE[split], int(index)])
@@ -226,7 +235,7 @@ def make_scene(seed: int, split: str, index: int, kinds: tuple[str, ...] = ("d6"
         if placed is None:
             continue
         font = fonts[int(rng.integers(len(fonts)))]
-        mat, mat_name = _material(rng, split, dark)
+        mat, mat_name = _material(rng, split, dark, faint_pips)
         masks, printing = _face_masks(rng, s, font, logo_ones)
         outlines.append(ol)
         dice.append(dict(kind=kind, solid=s, R=R, scale=scale, pos=placed, target=target, face=s.labels[up],
