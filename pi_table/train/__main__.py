@@ -860,11 +860,9 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     classes = config["classifier"]["classes"]
     config["classifier"]["temperature"] = 1.0
     config["classifier"].pop("shape_temperature", None)
-    config["classifier"].pop("cascade", None)  # fitted and chosen on the whole ensemble's reads
     config.pop("thresholds", None)
     config.pop("second_look", None)
-    config["refine_unsure"] = 0  # the temperatures are the first read's, at the detected boxes
-    config.pop("recut_numbered", None)  # and so the numbered dice's recut passes: refine_unsure's 0
+    without_later_passes(config)  # the temperatures are the first read's, at the detected boxes
     (models / "reader.json").write_text(json.dumps(config, indent=1) + "\n")
     # Each calib die read once (one view, raw scores): the photos' fit the temperature, Guo et al.
     # 2017; photos' and renders' together the numbered shapes' own (:func:`fit_shape_temperature`).
@@ -964,6 +962,16 @@ def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> 
     return 0
 
 
+def without_later_passes(config: dict) -> dict:
+    """``config`` (reader.json's settings, changed in place and returned) without what :func:`calibrate_reader`
+    writes after the thresholds are chosen: the cascade (the temperatures and thresholds are the whole ensemble's
+    reads), the unsure dice's refine pass and the numbered dice's recut (``refine_unsure`` 0, ``recut_numbered`` 0)."""
+    config["classifier"].pop("cascade", None)
+    config["refine_unsure"] = 0
+    config["recut_numbered"] = 0
+    return config
+
+
 def recalibrate_numbered(args: argparse.Namespace, config: dict, calib_imgs, started: float) -> int:
     """``--calibrate-only --numbered-only``: ``config`` (``args.out``'s reader.json, with the settings of a numeral
     model put there since) gets only its numbered kinds' ``thresholds`` chosen again, on the calib renders' dice of
@@ -972,26 +980,20 @@ def recalibrate_numbered(args: argparse.Namespace, config: dict, calib_imgs, sta
     setting (temperatures, the d6 threshold, the passes) is written back as it was. The training log records it
     under ``"numbered_recalibrated"``. For a numeral model trained apart (``python3 -m pi_table.train.numerals``),
     so that it is judged with thresholds chosen for it, not for the model before it."""
-    kept = json.loads(json.dumps(config))
-    choosing = json.loads(json.dumps(config))
-    choosing["refine_unsure"] = 0
-    choosing["recut_numbered"] = 0
-    choosing["classifier"].pop("cascade", None)
     reader_json = args.out / "reader.json"
-    reader_json.write_text(json.dumps(choosing, indent=1) + "\n")
+    reader_json.write_text(json.dumps(without_later_passes(json.loads(json.dumps(config))), indent=1) + "\n")
     try:
         chosen = choose_thresholds(args.out, calib_imgs, args.wrong_target, args.numbered_wrong_target, d6=False)
-    finally:  # the settings as they were, whatever happened
-        reader_json.write_text(json.dumps(kept, indent=1) + "\n")
-    kept["thresholds"] = {**kept.get("thresholds", {}), **chosen.get("thresholds", {})}
-    reader_json.write_text(json.dumps(kept, indent=1) + "\n")
+        config["thresholds"] = {**config.get("thresholds", {}), **chosen.get("thresholds", {})}
+    finally:  # the settings as they were (with the new thresholds when chosen), whatever happened
+        reader_json.write_text(json.dumps(config, indent=1) + "\n")
     log_path = args.out / "train-log.json"
     history = json.loads(log_path.read_text()) if log_path.is_file() else {}
-    history["numbered_recalibrated"] = {"seconds": round(time.time() - started, 1), "thresholds": kept["thresholds"],
-                                        "numerals": kept.get("numerals", {}).get("file"),
+    history["numbered_recalibrated"] = {"seconds": round(time.time() - started, 1), "thresholds": config["thresholds"],
+                                        "numerals": config.get("numerals", {}).get("file"),
                                         "args": {k: str(v) for k, v in vars(args).items()}}
     log_path.write_text(json.dumps(history, indent=1) + "\n")
-    log(f"numbered thresholds chosen again in {time.time() - started:.0f} s: {kept['thresholds']}")
+    log(f"numbered thresholds chosen again in {time.time() - started:.0f} s: {config['thresholds']}")
     return 0
 
 

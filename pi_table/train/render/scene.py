@@ -17,8 +17,8 @@ from . import class_id
 from .backgrounds import background
 from .geometry import Solid, hull_points, rest_pose, solid, up_face
 from .raster import Camera, Light, Material, Patch, composite, render_die, to_linear
-from .textures import (DARK_GREY, FAINT_PALETTES, LOGOS, TEX, dark_palettes_for, fonts_for, grey_of, logo_mask,
-                       numeral_mask, palettes_for, pip_mask)
+from .textures import (DARK_GREY, LOGOS, TEX, dark_palettes_for, faint_palettes, fonts_for, logo_mask, numeral_mask,
+                       palettes_for, pip_mask)
 
 SPLIT_CODE = {"train": 0, "valid": 1}
 SIZE_RANGE = (28.0, 70.0)  # die outline across, px at 640 (scaled with --size)
@@ -40,11 +40,11 @@ def _pick(rng: np.random.Generator, options, weights) -> object:
 
 def _material(rng: np.random.Generator, split: str, dark: bool = False, faint: float = 0.0) -> tuple[Material, str]:
     """A die's material and its name (``PALETTE/KIND``). ``faint``: the share of dice whose palette is drawn from
-    :data:`~pi_table.train.render.textures.FAINT_PALETTES` (their dark-bodied ones with ``dark``), not the split's
+    :func:`~pi_table.train.render.textures.faint_palettes` (their dark-bodied ones with ``dark``), not the split's
     own; at 0 no random draw is made for it, so the scene is the same as before the option existed."""
     pals = dark_palettes_for(split) if dark else palettes_for(split)
     if faint and rng.random() < faint:
-        pals = tuple(p for p in FAINT_PALETTES if grey_of(p[1]) < DARK_GREY) if dark else FAINT_PALETTES
+        pals = faint_palettes(dark)
     name, body, ink, body2 = pals[int(rng.integers(len(pals)))]
     kind = _pick(rng, ("opaque", "translucent", "marbled", "metallic"), (0.45, 0.2, 0.22, 0.13))
     jitter = lambda c: np.clip(to_linear(c) * (1 + rng.normal(0, 0.08, 3)) * rng.uniform(0.85, 1.15), 0, 1).astype(np.float32)

@@ -244,12 +244,23 @@ def grey_of(rgb) -> float:
     return 0.299 * float(rgb[0]) + 0.587 * float(rgb[1]) + 0.114 * float(rgb[2])
 
 
+def dark_bodied(palettes) -> tuple[tuple, ...]:
+    """The ``palettes`` whose body is dark (:data:`DARK_GREY`)."""
+    return tuple(p for p in palettes if grey_of(p[1]) < DARK_GREY)
+
+
 @lru_cache(maxsize=4)
 def dark_palettes_for(split: str) -> tuple[tuple, ...]:
     """The palettes of a split whose body is dark (:data:`DARK_GREY`): black, navy, maroon dice.
     Dark dice on dark ground are the detector's weak case (models/history/detector.md, "Dark dice on dark
     ground")."""
-    return tuple(p for p in palettes_for(split) if grey_of(p[1]) < DARK_GREY)
+    return dark_bodied(palettes_for(split))
+
+
+@lru_cache(maxsize=2)
+def faint_palettes(dark: bool = False) -> tuple[tuple, ...]:
+    """:data:`FAINT_PALETTES`, with ``dark`` their dark-bodied ones only (``render --faint-pips --dark``)."""
+    return dark_bodied(FAINT_PALETTES) if dark else FAINT_PALETTES
 
 
 # ---------------------------------------------------------------------------------------------
