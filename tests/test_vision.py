@@ -1366,8 +1366,8 @@ def test_thresholds_are_chosen_without_the_refine_passes_reader_json_then_gets(t
     args = Namespace(refine_unsure=2, recut_numbered=3, cascade=None, thresholds_with_refine=with_refine, second_look=4,
                      threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015, calib_d6="photos")
     figures = train.calibrate_reader(tmp_path, config, [], args)
-    # without --thresholds-with-refine no recut either (recut_numbered absent: refine_unsure's 0)
-    assert during == [(2, 3) if with_refine else (0, None)] and targets == [(0.003, 0.0015)]
+    # without --thresholds-with-refine no recut either (recut_numbered 0)
+    assert during == [(2, 3) if with_refine else (0, 0)] and targets == [(0.003, 0.0015)]
     written = json.loads((tmp_path / "reader.json").read_text())
     assert written["refine_unsure"] == figures["refine_unsure"] == 2 and written["threshold"] == 0.93
     assert written["recut_numbered"] == figures["recut_numbered"] == 3
