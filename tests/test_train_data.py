@@ -257,6 +257,45 @@ def test_numbered_only_recalibration_changes_the_numbered_thresholds_and_nothing
     assert json.loads((tmp_path / "reader.json").read_text()) == after
 
 
+@pytest.mark.parametrize("path", ["numbered-only", "full"])
+def test_numbered_floor_raises_the_chosen_numbered_thresholds_to_it_and_leaves_the_d6_one(tmp_path, monkeypatch, path):
+    """--numbered-floor F: each numbered kind's chosen threshold below F becomes F, one above stays, the d6 threshold
+    is untouched, both in --calibrate-only --numbered-only (recalibrate_numbered) and the full calibration
+    (calibrate_reader); a floor outside (0, 1) is refused in one line."""
+    import argparse
+
+    import pi_table.train.__main__ as train
+
+    monkeypatch.setattr(train, "choose_thresholds", lambda models, images, target, numbered_target, d6=True,
+                        pooled_d6=False: {"threshold": 0.9, "thresholds": {"d8": 0.96, "d10": 0.995}})
+    config = {"classifier": {"classes": ["d6:1", "d8:1", "none"], "temperature": 1.0}, "threshold": 0.91,
+              "thresholds": {"d8": 0.98, "d10": 0.98}}
+    (tmp_path / "reader.json").write_text(json.dumps(config))
+    if path == "numbered-only":
+        args = argparse.Namespace(out=tmp_path, wrong_target=0.003, numbered_wrong_target=0.0015, numbered_floor=0.99)
+        train.recalibrate_numbered(args, json.loads(json.dumps(config)), [], 0.0)
+    else:
+        monkeypatch.setattr(train, "calib_logits", lambda models, images, cls: (np.zeros((4, 3)), np.array([0, 1, 0, 1])))
+        args = argparse.Namespace(refine_unsure=1, recut_numbered=3, cascade=None, thresholds_with_refine=False,
+                                  second_look=8, threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015,
+                                  calib_d6="photos", numbered_floor=0.99)
+        train.calibrate_reader(tmp_path, json.loads(json.dumps(config)), [], args)
+    after = json.loads((tmp_path / "reader.json").read_text())
+    assert after["thresholds"] == {"d8": 0.99, "d10": 0.995}
+    assert after["threshold"] == (0.91 if path == "numbered-only" else 0.9)
+    assert train.floored({"d8": 0.96}, None) == {"d8": 0.96}
+
+
+def test_numbered_floor_outside_0_1_is_refused_in_one_line(capsys):
+    from pi_table.train.__main__ import parse_args
+
+    assert parse_args(["--data", "x", "--out", "y", "--numbered-floor", "0.99"]).numbered_floor == 0.99
+    with pytest.raises(SystemExit) as e:
+        parse_args(["--data", "x", "--out", "y", "--numbered-floor", "1.5"])
+    err = capsys.readouterr().err.strip()
+    assert e.value.code == 2 and "--numbered-floor" in err and "1.5" in err and "\n" not in err
+
+
 def test_calib_d6_pooled_chooses_the_d6_threshold_on_the_photos_and_the_renders_d6(monkeypatch):
     """choose_thresholds(pooled_d6=True) (--calib-d6 pooled): the d6 threshold is chosen on the calib
     photos and the calib renders' d6 dice together (the renders' numbered dice not labelled there);

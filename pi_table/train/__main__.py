@@ -96,6 +96,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "thresholds (d8, d10, d10-tens), chosen on the calib renders (default: --wrong-target). Those renders "
                    "share fonts, colours and backgrounds with training; new dice do not, and read wrong more often than "
                    "the calib renders expect (models/numerals.md)")
+    p.add_argument("--numbered-floor", type=float, default=None, help="the numbered kinds' thresholds are at least "
+                   "this, whatever the calib renders choose (shipped: 0.99; the calib renders hold too few d8 read wrong "
+                   "with confidence to see them: models/history/numerals.md, \"Four times the steps\")")
     p.add_argument("--calib-d6", choices=("photos", "pooled"), default="photos",
                    help="the calib d6 that fit the photos' temperature and choose the d6 threshold: the calib photos' "
                    "(default, as shipped) or pooled with the calib renders' d6 (dice of colours and pips the photos "
@@ -190,7 +193,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--cascade", args.cascade, args.cascade is None or 0 < args.cascade <= 1, "in (0, 1]"),
                         ("--wrong-target", args.wrong_target, 0 < args.wrong_target < 1, "in (0, 1)"),
                         ("--numbered-wrong-target", args.numbered_wrong_target,
-                         args.numbered_wrong_target is None or 0 < args.numbered_wrong_target < 1, "in (0, 1)")))
+                         args.numbered_wrong_target is None or 0 < args.numbered_wrong_target < 1, "in (0, 1)"),
+                        ("--numbered-floor", args.numbered_floor,
+                         args.numbered_floor is None or 0 < args.numbered_floor < 1, "in (0, 1)")))
     if args.numbered_only and not args.calibrate_only:
         refuse("--numbered-only", "goes with --calibrate-only (it chooses thresholds for models already trained)")
     if args.numbered_only and args.int8:
@@ -891,6 +896,7 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     if args.threshold is None:
         config.update(choose_thresholds(models, calib_imgs, args.wrong_target, args.numbered_wrong_target,
                                         pooled_d6=args.calib_d6 == "pooled"))
+        floored(config.get("thresholds", {}), getattr(args, "numbered_floor", None))
     else:
         config["threshold"] = args.threshold
     config["refine_unsure"] = args.refine_unsure
@@ -962,6 +968,15 @@ def recalibrate_only(args: argparse.Namespace, calib_imgs, splits_text: str) -> 
     return 0
 
 
+def floored(thresholds: dict, floor: float | None) -> dict:
+    """``thresholds`` (the numbered kinds' confidence thresholds by kind, e.g. ``{"d8": 0.96}``; changed in place and
+    returned) raised to ``floor`` where below it (``--numbered-floor``); unchanged when ``floor`` is None."""
+    if floor is not None:
+        for kind, value in thresholds.items():
+            thresholds[kind] = max(value, floor)
+    return thresholds
+
+
 def without_later_passes(config: dict) -> dict:
     """``config`` (reader.json's settings, changed in place and returned) without what :func:`calibrate_reader`
     writes after the thresholds are chosen: the cascade (the temperatures and thresholds are the whole ensemble's
@@ -984,7 +999,8 @@ def recalibrate_numbered(args: argparse.Namespace, config: dict, calib_imgs, sta
     reader_json.write_text(json.dumps(without_later_passes(json.loads(json.dumps(config))), indent=1) + "\n")
     try:
         chosen = choose_thresholds(args.out, calib_imgs, args.wrong_target, args.numbered_wrong_target, d6=False)
-        config["thresholds"] = {**config.get("thresholds", {}), **chosen.get("thresholds", {})}
+        new = floored(chosen.get("thresholds", {}), getattr(args, "numbered_floor", None))
+        config["thresholds"] = {**config.get("thresholds", {}), **new}
     finally:  # the settings as they were (with the new thresholds when chosen), whatever happened
         reader_json.write_text(json.dumps(config, indent=1) + "\n")
     log_path = args.out / "train-log.json"
