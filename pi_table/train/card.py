@@ -257,7 +257,12 @@ def main(argv=None) -> int:
                  f"stays.")
     chosen_by = log.get("recalibrated", {}).get("args") or log.get("args", {})  # the run that chose the thresholds
     kind_thresholds = ", ".join(f"{kind} {t:g}" for kind, t in config.get("thresholds", {}).items())
-    numbered_target = f"{100 * float(chosen_by.get('numbered_wrong_target', 0.003)):g}%"  # the numbered kinds' wrong-at-ok target
+    # the numbered kinds' thresholds: chosen again on their own (--numbered-only) since, or with the rest
+    numbered_by = log.get("numbered_recalibrated", {}).get("args") or chosen_by
+    numbered_target = f"{100 * float(numbered_by.get('numbered_wrong_target', 0.003)):g}%"  # their wrong-at-ok target
+    floor = numbered_by.get("numbered_floor", "None")
+    numbered_floor = (f", none below {float(floor):g} (`--numbered-floor`: models/history/numerals.md, \"Four times the "
+                      f"steps\")" if floor not in (None, "None") else "")
     numbered_rule = (f" (the numbered kinds' own, {kind_thresholds}, on the calib renders at "
                      f"{numbered_target}: numerals.md)"
                      if kind_thresholds else "")
@@ -491,7 +496,7 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
         numbered_thresholds = (f" The numbered kinds' thresholds (reader.json: {kind_thresholds}) are chosen with the reader's "
                                f"calibration (classifier.md's command) on the calib renders at "
                                f"{numbered_target} expected wrong at `ok`"
-                               f" (`--numbered-wrong-target`)." if kind_thresholds else "")
+                               f" (`--numbered-wrong-target`){numbered_floor}." if kind_thresholds else "")
         (args.models / "numerals.md").write_text(f"""# numerals.onnx — reads the numeral of a d8, d10 or d10-tens
 
 {history_line("numerals.md")}
