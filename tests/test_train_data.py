@@ -239,7 +239,7 @@ def test_numbered_only_recalibration_changes_the_numbered_thresholds_and_nothing
         return {"thresholds": {"d8": 0.95, "d10-tens": 0.97}}
 
     monkeypatch.setattr(train, "choose_thresholds", chosen)
-    args = argparse.Namespace(out=tmp_path, wrong_target=0.003, numbered_wrong_target=0.0015)
+    args = argparse.Namespace(out=tmp_path, wrong_target=0.003, numbered_wrong_target=0.0015, numbered_floor=None)
     assert train.recalibrate_numbered(args, json.loads(json.dumps(config)), [], 0.0) == 0
     during, d6, target = seen[0]
     assert (during["refine_unsure"], during["recut_numbered"], "cascade" in during["classifier"], d6, target) == (0, 0, False, False, 0.0015)

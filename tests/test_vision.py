@@ -1364,7 +1364,8 @@ def test_thresholds_are_chosen_without_the_refine_passes_reader_json_then_gets(t
     config = {"classifier": {"classes": classes, "temperature": 1.0}, "threshold": 0.9, "refine_unsure": 2,
               "recut_numbered": 1}
     args = Namespace(refine_unsure=2, recut_numbered=3, cascade=None, thresholds_with_refine=with_refine, second_look=4,
-                     threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015, calib_d6="photos")
+                     threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015, calib_d6="photos",
+                     numbered_floor=None)
     figures = train.calibrate_reader(tmp_path, config, [], args)
     # without --thresholds-with-refine no recut either (recut_numbered 0)
     assert during == [(2, 3) if with_refine else (0, 0)] and targets == [(0.003, 0.0015)]
@@ -1397,7 +1398,8 @@ def test_calib_d6_pooled_fits_the_photos_temperature_on_the_renders_d6_too(tmp_p
     monkeypatch.setattr(train, "choose_thresholds", lambda models, images, target, numbered=None, pooled_d6=False:
                         pooled.append(pooled_d6) or {"threshold": 0.9})
     args = Namespace(refine_unsure=1, recut_numbered=3, cascade=None, thresholds_with_refine=False, second_look=8,
-                     threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015, calib_d6=calib_d6)
+                     threshold=None, wrong_target=0.003, numbered_wrong_target=0.0015, calib_d6=calib_d6,
+                     numbered_floor=None)
     figures = train.calibrate_reader(tmp_path, {"classifier": {"classes": classes, "temperature": 1.0}}, [photo, render],
                                      args)
     if calib_d6 == "pooled":

@@ -896,7 +896,7 @@ def calibrate_reader(models: Path, config: dict, calib_imgs, args: argparse.Name
     if args.threshold is None:
         config.update(choose_thresholds(models, calib_imgs, args.wrong_target, args.numbered_wrong_target,
                                         pooled_d6=args.calib_d6 == "pooled"))
-        floored(config.get("thresholds", {}), getattr(args, "numbered_floor", None))
+        floored(config.get("thresholds", {}), args.numbered_floor)
     else:
         config["threshold"] = args.threshold
     config["refine_unsure"] = args.refine_unsure
@@ -999,7 +999,7 @@ def recalibrate_numbered(args: argparse.Namespace, config: dict, calib_imgs, sta
     reader_json.write_text(json.dumps(without_later_passes(json.loads(json.dumps(config))), indent=1) + "\n")
     try:
         chosen = choose_thresholds(args.out, calib_imgs, args.wrong_target, args.numbered_wrong_target, d6=False)
-        new = floored(chosen.get("thresholds", {}), getattr(args, "numbered_floor", None))
+        new = floored(chosen.get("thresholds", {}), args.numbered_floor)
         config["thresholds"] = {**config.get("thresholds", {}), **new}
     finally:  # the settings as they were (with the new thresholds when chosen), whatever happened
         reader_json.write_text(json.dumps(config, indent=1) + "\n")
