@@ -31,6 +31,9 @@ def fixed_reader(*dice, size: int = 100, models=None):
         def threshold_for(self, kind):
             return self.threshold
 
+        def status_threshold(self, kind, box):
+            return self.threshold
+
         def read(self, image, name="", kinds=None, threshold=None):
             return Reading(name, size, size, 1.0, tuple(dice))
 
@@ -61,6 +64,9 @@ def reader_in_turn(method: str, dice_per_read, size: int, models=None, check=Non
         threshold = 0.9
 
         def threshold_for(self, kind):
+            return self.threshold
+
+        def status_threshold(self, kind, box):
             return self.threshold
 
     def next_read(image, name="", kinds=None, threshold=None):
@@ -1846,6 +1852,9 @@ def test_eval_scores_rendered_dice_by_material(tmp_path):
         def threshold_for(self, kind):
             return 0.9
 
+        def status_threshold(self, kind, box):
+            return 0.9
+
         def read_crop(self, image, name="", kinds=None, threshold=None):
             face = next(crops)
             return Reading(name, 26, 26, 1.0, (Die("d6", face, int(face), (4, 4, 22, 22), 0.99, "ok"),))
@@ -2010,6 +2019,45 @@ def test_second_look_holds_a_numbered_shape_to_its_kinds_threshold():
     reader._turned_mean = turned_mean
     reader._second_look(np.zeros((64, 64, 3), np.uint8), [(0, 0, 10, 10)] * len(logits), logits)
     assert looked["rows"] == [1]  # the d10 below 0.97; not the d6 or d8 above theirs, the d10 at 0.98, nor `none`
+
+
+def test_a_numbered_die_the_numeral_model_sees_whole_is_ok_from_the_big_numbered_threshold(tmp_path):
+    """A d8, d10 or tens die whose box is at least the numeral model's crop size over its margin across
+    (70 pixels as shipped) is reported ok from BIG_NUMBERED_THRESHOLD (0.93) when its kind's threshold
+    is higher; a smaller one, a d6, or any die with ``big_numbered`` off keeps its kind's threshold.
+    The eval scores reads by the same rule; the passes for unsure dice do not move."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import _status
+    from pi_table.vision.reader import BIG_NUMBERED_THRESHOLD
+
+    reader = DiceReader()
+    reader.threshold, reader.thresholds = 0.91, {"d8": 0.99, "d10": 0.9, "d10-tens": 0.99}
+    whole = reader.numerals.crop_size / reader.numerals.margin
+    big, small = (0, 0, whole, whole * 0.8), (0, 0, whole - 1, whole - 1)
+    assert BIG_NUMBERED_THRESHOLD == 0.93 and 69 < whole < 70
+    assert reader.status_threshold("d8", big) == 0.93 and reader.status_threshold("d10-tens", big) == 0.93
+    assert reader.status_threshold("d8", small) == 0.99 and reader.status_threshold("d10-tens", small) == 0.99
+    assert reader.status_threshold("d10", big) == 0.9  # its own is lower
+    assert reader.status_threshold("d6", (0, 0, 500, 500)) == 0.91
+    assert reader.threshold_for("d8") == 0.99  # what the second look and recut answer to
+    assert reader._unsure(Die("d8", "3", 3, big, 0.95, "ok"))
+
+    classes = reader.classes
+    probs = np.zeros((2, len(classes)), np.float32)
+    probs[:, classes.index("d8:3")], probs[:, classes.index("d8:5")] = 0.95, 0.05
+    image = np.zeros((200, 200, 3), np.uint8)
+    dice = reader._dice_from(image, [(10, 10, 90, 90), (120, 120, 160, 160)], probs, np.ones(2), None, False,
+                             None, cocked=False)
+    assert [(d.face, d.status) for d in dice] == [("3", "ok"), ("", "unreadable")]
+    assert _status(reader, Die("d8", "3", 3, (10, 10, 90, 90), 0.95, "ok")) == "ok"
+    assert _status(reader, Die("d8", "3", 3, (120, 120, 160, 160), 0.95, "ok")) == "unreadable"
+    assert _status(reader, Die("d8", "3", 3, (10, 10, 90, 90), 0.92, "ok")) == "unreadable"
+
+    off = DiceReader(models_copy(tmp_path, lambda config: {**config, "big_numbered": False}))
+    off.thresholds = reader.thresholds
+    assert not off.big_numbered and off.status_threshold("d8", big) == 0.99
+    with pytest.raises(ValueError, match="big_numbered must be true or false, got 'no'"):
+        DiceReader(models_copy(tmp_path, lambda config: {**config, "big_numbered": "no"}))
 
 
 def test_a_row_topped_by_a_numbered_shape_takes_the_shape_temperature():
@@ -2492,6 +2540,9 @@ def test_eval_turn_reads_each_photo_turned_with_its_labels(tmp_path):
             self.box, self.seen = box, []
 
         def threshold_for(self, kind):
+            return self.threshold
+
+        def status_threshold(self, kind, box):
             return self.threshold
 
         def read(self, image, name="", kinds=None, threshold=None):

@@ -342,7 +342,7 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
         used_d.add(i), used_t.add(j)
         matched[j] = i
         truth = labelled.dice[j]
-        by_kind[truth.kind].count_read(reading.dice[i], truth.kind, truth.face, reader.threshold_for(reading.dice[i].kind),
+        by_kind[truth.kind].count_read(reading.dice[i], truth.kind, truth.face, reader.status_threshold(reading.dice[i].kind, reading.dice[i].box),
                                        truth.cocked, size_band(truth.box), truth.material, truth.printing)
     for j, truth in enumerate(labelled.dice):
         if j not in used_t:
@@ -357,7 +357,7 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
         if covering:
             best = max(covering, key=lambda d: iou(d.box, truth.box))
             by_kind[truth.kind].centre_found += 1
-            by_kind[truth.kind].centre_right += (read_ok(best, reader.threshold_for(best.kind)) and best.kind == truth.kind
+            by_kind[truth.kind].centre_right += (read_ok(best, reader.status_threshold(best.kind, best.box)) and best.kind == truth.kind
                                                  and best.face == truth.face)
     score = Score(ms=[reading.ms])
     for kind, counts in by_kind.items():
@@ -424,7 +424,7 @@ def _status(reader: DiceReader, die) -> str:
     """A die read at threshold 0 with the status the reader gives it at its own threshold."""
     if die.status == "cocked":
         return "cocked"
-    return "ok" if read_ok(die, reader.threshold_for(die.kind)) else "unreadable"
+    return "ok" if read_ok(die, reader.status_threshold(die.kind, die.box)) else "unreadable"
 
 
 #: Long side, pixels, of :func:`close_up`'s pictures (a phone photo scaled for the web is 1000 to 2000).
@@ -665,7 +665,7 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
             match = None
         else:
             counts.detections = 1
-            counts.count_read(match, die.kind, die.face, reader.threshold_for(match.kind), die.cocked, material=die.material)
+            counts.count_read(match, die.kind, die.face, reader.status_threshold(match.kind, match.box), die.cocked, material=die.material)
             counts.centre_found, counts.centre_right = 1, counts.right
         false = [d for d in reading.dice if d is not match and inside_share(d.box, box) > 0.5]
         counts.detections += len(false)
@@ -707,7 +707,7 @@ def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face
         counts.confusion[(f"{kind}:{face}", "-")] += 1
     else:
         counts.detections = 1
-        counts.count_read(reading.dice[0], kind, face, reader.threshold_for(reading.dice[0].kind), cocked,
+        counts.count_read(reading.dice[0], kind, face, reader.status_threshold(reading.dice[0].kind, reading.dice[0].box), cocked,
                           material=material)
         counts.centre_found, counts.centre_right = 1, counts.right  # one die, the whole image: both matches agree
     return _one_die(kind, counts)
