@@ -183,7 +183,7 @@ def main(argv=None) -> int:
     from pi_table.vision.bench import bench, machine, machine_line
     from pi_table.vision.dataset import load_label_fixes
     from pi_table.vision.evaluate import evaluate, evaluate_close_ups, evaluate_cut_crops
-    from pi_table.vision.reader import SMALL_DIE, DiceReader, model_files
+    from pi_table.vision.reader import BIG_NUMBERED_THRESHOLD, SMALL_DIE, DiceReader, model_files
 
     def reader_of(option: str, models: Path):
         """The reader of the model folder ``models``, which must hold its split (splits.json) too."""
@@ -497,6 +497,12 @@ a box whose `none` probability is >= {config['none_threshold']} is dropped as no
                                f"calibration (classifier.md's command) on the calib renders at "
                                f"{numbered_target} expected wrong at `ok`"
                                f" (`--numbered-wrong-target`){numbered_floor}." if kind_thresholds else "")
+        if reader.big_numbered:
+            numbered_thresholds += (f" A numbered die this model sees whole (its box at least {num['crop_size']} / "
+                                    f"{num['margin']:g} = {num['crop_size'] / num['margin']:.0f} pixels across: its crop "
+                                    f"is shrunk, not enlarged) is `ok` from {BIG_NUMBERED_THRESHOLD:g} where its kind's "
+                                    f"threshold is higher (reader.json `big_numbered`, on; models/history/numerals.md, "
+                                    f"\"Big numbered dice: a threshold of their own\").")
         (args.models / "numerals.md").write_text(f"""# numerals.onnx — reads the numeral of a d8, d10 or d10-tens
 
 {history_line("numerals.md")}
