@@ -2032,7 +2032,8 @@ def test_a_numbered_die_the_numeral_model_sees_whole_is_ok_from_the_big_numbered
 
     reader = DiceReader()
     reader.threshold, reader.thresholds = 0.91, {"d8": 0.99, "d10": 0.9, "d10-tens": 0.99}
-    whole = reader.numerals.crop_size / reader.numerals.margin
+    whole = reader.numeral_whole_px
+    assert whole == reader.numerals.crop_size / reader.numerals.margin
     big, small = (0, 0, whole, whole * 0.8), (0, 0, whole - 1, whole - 1)
     assert BIG_NUMBERED_THRESHOLD == 0.93 and 69 < whole < 70
     assert reader.status_threshold("d8", big) == 0.93 and reader.status_threshold("d10-tens", big) == 0.93

@@ -1311,6 +1311,9 @@ class DiceReader:
         faces = direct + [c for c in self.numbered_classes if c not in direct]
         #: The kinds the numeral model reads (d8, d10, d10-tens as shipped).
         self.numeral_kinds = frozenset(c.split(":")[0] for c in self.numbered_classes)
+        #: The long side (pixels) from which a die's numeral crop is shrunk, not enlarged: the numeral
+        #: model's crop size over its margin (80 / 1.15 as shipped), or None without a numeral model.
+        self.numeral_whole_px = num["crop_size"] / num["margin"] if num else None
         #: The classes of :meth:`classify`'s probabilities: every ``KIND:FACE`` read, then ``none``.
         self.classes = sorted(faces, key=class_key) + ["none"]
         self.threshold = float(self.config.get("threshold", 0.9))
@@ -1377,8 +1380,8 @@ class DiceReader:
         margin, at most :data:`BIG_NUMBERED_THRESHOLD` (with :attr:`big_numbered`). The passes for
         unsure dice (second look, recut, parts) still answer to :meth:`threshold_for`."""
         threshold = self.threshold_for(kind)
-        if (self.big_numbered and self.numerals is not None and kind in self.numeral_kinds
-                and _long_side(box) >= self.numerals.crop_size / self.numerals.margin):
+        if (self.big_numbered and self.numeral_whole_px is not None and kind in self.numeral_kinds
+                and _long_side(box) >= self.numeral_whole_px):
             return min(threshold, BIG_NUMBERED_THRESHOLD)
         return threshold
 
