@@ -104,11 +104,12 @@
    (``read --crop``).
 
 A die whose best face has confidence below ``threshold`` is reported ``unreadable`` and
-never guessed. **Big numbered dice**: a d8, d10 or tens die at least as big across as the numeral
-model's crop holds it whole (``numerals.crop_size / numerals.margin``, 70 pixels as shipped: its crop
-is shrunk, not enlarged) is reported ``ok`` from :data:`BIG_NUMBERED_THRESHOLD` up when its kind's
-threshold is higher (``reader.json``'s ``big_numbered``, default on; :meth:`DiceReader.status_threshold`).
-The passes above (second look, recut) still run below the kind's own threshold. The settings live in ``models/reader.json``, written by the training code
+never guessed. **Big numbered dice**: a d8, d10 or tens die big enough that the numeral model's
+crop of it is shrunk, not enlarged (its box's long side at least ``numerals.crop_size /
+numerals.margin``, 70 pixels as shipped) is reported ``ok`` from :data:`BIG_NUMBERED_THRESHOLD` up
+when its kind's threshold is higher (``reader.json``'s ``big_numbered``, default on;
+:meth:`DiceReader.status_threshold`). The passes above (second look, recut) still run below the
+kind's own threshold. The settings live in ``models/reader.json``, written by the training code
 (``python3 -m pi_table.train``). Runtime: onnxruntime, OpenCV, NumPy only.
 """
 
@@ -1057,10 +1058,11 @@ NUMBERED_PART_SURE = 0.99
 
 #: The threshold of a numbered die seen whole by the numeral model (module docstring, "Big numbered dice";
 #: :meth:`DiceReader.status_threshold`). The kinds' thresholds (0.99 as shipped, ``--numbered-floor``) are
-#: set by the dice read wrong with confidence, and those are small dice: on the rendered test sets spent
-#: by earlier rules (seeds 458-482, valid split: held-out fonts and colours), numbered dice at least
-#: 70 pixels across left unreadable at 0.93 to 0.99 were read right, and few below 70 were not
-#: (models/history/numerals.md, "Big numbered dice: a threshold of their own").
+#: set by the dice read wrong with confidence, and those are small dice: on ten rendered test sets spent
+#: by earlier rules (seeds 470-478 and 480, valid split: held-out fonts and colours), the 222 numbered dice
+#: at least 70 pixels across left unreadable at 0.93 to 0.99 were all read right, while below 70 some were
+#: not; then tested by a rule on new seeds (models/history/numerals.md, "Big numbered dice: a threshold of
+#: their own").
 BIG_NUMBERED_THRESHOLD = 0.93
 
 #: A die's part (:meth:`DiceReader._without_parts`): this share of its box inside a die's box ...
