@@ -17,8 +17,10 @@ from pi_table.vision.dice import Die
 #: The smallest die, in pixels across (the long side of its box in the frame the kit reads),
 #: that each kind reads well at (hardware.md, "Camera mount and lens"): d6 pips down to 30 px
 #: (smaller ones are found by the detector's enlarged look, and not below that); numerals need
-#: 55 px (``pi-table eval renders/valid``'s table "read right by die size": d10 73% right at
-#: 30-40 px, 88% at 55-70 px; tens 26% and 53%).
+#: 55 px (``pi-table eval renders/valid``'s table "read right by die size", 2026-12-01: d10 72% right
+#: at 30-40 px, 89% at 55-70 px, 93% at 70-100 px; tens 44%, 72% and 84%). From 70 px the numeral
+#: model sees a die whole and the reader takes it from a lower threshold (reader.py
+#: ``BIG_NUMBERED_THRESHOLD``): more pixels still help, 55 is the least.
 MIN_DIE_PX: dict[str, int] = {"d6": 30, "d8": 55, "d10": 55, "d10-tens": 55}
 
 
