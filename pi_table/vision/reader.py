@@ -1484,7 +1484,7 @@ class DiceReader:
         logits = model.logits(model.crops(image, boxes))
         if self.second_look == 1:
             return logits
-        kinds = [c.split(":")[0] for c in self.numbered_classes] if model is self.numerals else ["d6"]
+        kinds = self.numeral_kinds if model is self.numerals else ("d6",)
         limit = min(self.threshold_for(k) for k in kinds) if kinds else self.threshold
         rows = np.flatnonzero(model.calibrated(logits).max(axis=1) < limit)
         if not len(rows):
