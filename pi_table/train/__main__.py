@@ -97,8 +97,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "share fonts, colours and backgrounds with training; new dice do not, and read wrong more often than "
                    "the calib renders expect (models/numerals.md)")
     p.add_argument("--numbered-floor", type=float, default=None, help="the numbered kinds' thresholds are at least "
-                   "this, whatever the calib renders choose (shipped: 0.99; the calib renders hold too few d8 read wrong "
-                   "with confidence to see them: models/history/numerals.md, \"Four times the steps\")")
+                   "this, whatever the calib renders choose (shipped: 0.97; 0.99 with the 32000-step numeral model: the calib "
+                   "renders hold too few d8 read wrong with confidence to see them: models/history/numerals.md, \"Four "
+                   "times the steps\" and \"A lower floor for the surer model\")")
     p.add_argument("--calib-d6", choices=("photos", "pooled"), default="photos",
                    help="the calib d6 that fit the photos' temperature and choose the d6 threshold: the calib photos' "
                    "(default, as shipped) or pooled with the calib renders' d6 (dice of colours and pips the photos "

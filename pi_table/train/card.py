@@ -262,7 +262,7 @@ def main(argv=None) -> int:
     numbered_target = f"{100 * float(numbered_by.get('numbered_wrong_target', 0.003)):g}%"  # their wrong-at-ok target
     floor = numbered_by.get("numbered_floor", "None")
     numbered_floor = (f", none below {float(floor):g} (`--numbered-floor`: models/history/numerals.md, \"Four times the "
-                      f"steps\")" if floor not in (None, "None") else "")
+                      f"steps\" and \"A lower floor for the surer model\")" if floor not in (None, "None") else "")
     numbered_rule = (f" (the numbered kinds' own, {kind_thresholds}, on the calib renders at "
                      f"{numbered_target}: numerals.md)"
                      if kind_thresholds else "")

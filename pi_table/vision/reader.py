@@ -1057,7 +1057,7 @@ def shape_class(kind: str) -> str:
 NUMBERED_PART_SURE = 0.99
 
 #: The threshold of a numbered die seen whole by the numeral model (module docstring, "Big numbered dice";
-#: :meth:`DiceReader.status_threshold`). The kinds' thresholds (0.99 as shipped, ``--numbered-floor``) are
+#: :meth:`DiceReader.status_threshold`). The kinds' thresholds (0.97-0.98 as shipped, 0.99 before 2026-12-02; ``--numbered-floor``) are
 #: set by the dice read wrong with confidence, and those are small dice: on ten rendered test sets spent
 #: by earlier rules (seeds 470-478 and 480, valid split: held-out fonts and colours), the 222 numbered dice
 #: at least 70 pixels across left unreadable at 0.93 to 0.99 were all read right, while below 70 some were
