@@ -2803,6 +2803,48 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
 
 # The classifiers shipped on 2026-12-01 read this die's side numeral "10" as a sure d6 "6" beside its two unsure parts;
 # measured against that "6", the joined die was too big (JOIN_SIZE) until a sure die's own numerals stopped counting.
+def test_parts_left_out_by_kinds_are_still_joined_into_their_die(reader, monkeypatch):
+    """read with kinds: a big dark d10 the detector sees only as its numerals, each read unsure as a d6, is
+    joined and read whole, as it is without kinds (before, --kinds d10 left the parts out first and lost
+    the die: 13 of 308 dark single d10 of renders/fresh496-dark-single). Parts the join does not take are
+    not reported; a sure die of a kind left out is no part (a d6 rolled at a d10 table stays left out)."""
+    from pi_table.vision.dice import Die
+
+    image = np.zeros((600, 600, 3), np.uint8)
+    parts = [Die("d6", "", 0, (250, 250, 290, 290), 0.3, "unreadable", 0.3),
+             Die("d6", "", 0, (300, 250, 340, 290), 0.3, "unreadable", 0.3)]
+    whole = Die("d10", "5", 5, (220, 200, 370, 350), 1.0, "ok", 1.0)
+    union = {"die": whole}
+
+    def fake_dice(image, boxes, kinds, crop_mode, threshold=None, refine=None, scores=None, others=None):
+        if len(boxes) == len(parts):  # the first read of the detector's boxes: with kinds, all left out
+            if others is not None:
+                others.extend(parts)
+            return [] if kinds else list(parts)
+        return [union["die"]] if union["die"] else []  # the parts' union read again
+
+    monkeypatch.setattr(reader, "_boxes", lambda *a: [d.box for d in parts])
+    monkeypatch.setattr(reader, "_dice", fake_dice)
+    monkeypatch.setattr(reader, "d6_numerals", None)
+    monkeypatch.setattr(reader.close_up_detector or reader.detector, "confirms", lambda *a: False)
+    assert reader.read(image).dice == (whole,)
+    assert reader.read(image, kinds=("d10",)).dice == (whole,)
+    union["die"] = None  # the union is no die: nothing, not the parts of a kind left out
+    assert reader.read(image, kinds=("d10",)).dice == ()
+
+    # which left-out boxes are parts: read unsure as their own kind, and not `none`
+    p = np.zeros((4, len(reader.classes)))
+    d6_1, d6_2, none = (reader.classes.index(c) for c in ("d6:1", "d6:2", "none"))
+    p[0, [d6_1, d6_2]] = 0.5, 0.5  # an unsure d6: a part
+    p[1, d6_1] = 1.0  # a sure d6: a die of a kind left out, no part
+    p[2, [d6_1, none]] = 0.4, 0.6  # no die
+    p[3, [d6_1, d6_2]] = 0.5, 0.5  # unsure, but its probability lies in kinds: a die of kinds, read as such
+    boxes = [(0, 0, 10, 10), (20, 0, 30, 10), (40, 0, 50, 10), (60, 0, 70, 10)]
+    left = reader._unsure_others(boxes, p, np.array([0.0, 0.0, 0.0, 0.9]))
+    assert [(d.kind, d.box, d.status) for d in left] == [("d6", (0, 0, 10, 10), "unreadable")]
+    assert left[0].confidence == pytest.approx(0.5)
+
+
 def test_a_dark_die_read_as_its_unsure_numerals_is_read_whole():
     """A rendered dark percentile die ("50", translucent black with red numerals, on dark wood; valid
     split, seed 9, scene 158, one die a picture, 1024 pixels, as renders/dark-valid-single makes them,

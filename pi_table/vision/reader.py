@@ -1592,20 +1592,51 @@ class DiceReader:
         return p[:, self.cocked.classes.index("cocked")]
 
     def _dice(self, image: np.ndarray, boxes, kinds, crop_mode: bool, threshold: float | None = None,
-              refine: int | None = None, scores: dict | None = None) -> list[Die]:
+              refine: int | None = None, scores: dict | None = None, others: list | None = None) -> list[Die]:
         """The dice in ``boxes`` of ``image`` (HxWx3 uint8 BGR): read, unreadable or cocked; with
         ``kinds``, a box whose die probability lies mostly (all but :data:`OTHER_KIND`) in kinds left
         out is left out too, or, in a crop (``crop_mode``), reported ``unreadable``: the kinds
         restriction scales the rest back up, which read such a die surely as a kind it is not.
         ``refine``: the box head's passes (:meth:`boxes_and_logits`; default :data:`CROP_PASSES` in a crop,
         else ``reader.json``'s). ``scores``: a dict that gets, for each box as read (a die's ``box``), its
-        probabilities over :attr:`classes` before ``kinds`` (K float64), for :meth:`_with_d6_numerals`."""
+        probabilities over :attr:`classes` before ``kinds`` (K float64), for :meth:`_with_d6_numerals`.
+        ``others``: a list that gets the boxes so left out that are read unsure as the kind they were left out
+        for (:meth:`_unsure_others`), as ``unreadable`` dice of that kind, for :meth:`read` to join as parts
+        (less those lying inside a bigger box read here, parts of that die, as :meth:`_without_parts`)."""
         if refine is None:
             refine = CROP_PASSES if crop_mode else None
         boxes, probs, shares_in_kinds, p_all = self._classify(image, boxes, kinds, refine)
         if scores is not None:
             scores.update(zip(boxes, p_all))
-        return self._dice_from(image, boxes, probs, shares_in_kinds, kinds, crop_mode, threshold)
+        dice = self._dice_from(image, boxes, probs, shares_in_kinds, kinds, crop_mode, threshold)
+        if others is not None and kinds is not None and not crop_mode:
+            left_out = self._unsure_others(boxes, p_all, shares_in_kinds)
+            # as _dice_from's dice: a part of a bigger box read here is that die's part, not another one's
+            others.extend(o for o in left_out if not any(_lies_in(o.box, e.box) for e in dice + left_out))
+        return dice
+
+    def _unsure_others(self, boxes, p_all: np.ndarray, shares_in_kinds) -> list[Die]:
+        """The boxes (x0, y0, x1, y1 pixels) left out as dice of kinds not in ``kinds`` (a share of their
+        die probability in ``kinds`` under :data:`OTHER_KIND`, ``shares_in_kinds``: :meth:`_in_kinds`) that
+        are not surely those dice: read from ``p_all`` (NxK probabilities over :attr:`classes` before
+        ``kinds``), not ``none`` and under the threshold of the kind they read as (``reader.json``'s). Each as
+        an ``unreadable`` :class:`Die` of that kind, confidence as :meth:`_dice_from` computes it.
+
+        They are what a big die the detector does not see whole looks like to it: its numerals or pips,
+        each read unsure as some die. Without ``kinds`` they are joined into their die
+        (:meth:`_with_parts_joined`); left out before the join, a big dark d10 read surely whole
+        without ``kinds`` was lost with ``--kinds d10`` (13 of 308 on fresh496's dark single d10,
+        models/history/detector.md, "Parts of a big die under --kinds")."""
+        best, shares, not_die, _ = self._best_faces(p_all)
+        out = []
+        for i, box in enumerate(boxes):
+            if shares_in_kinds[i] >= OTHER_KIND or not_die[i] >= self.none_threshold:
+                continue
+            kind = self.classes[int(best[i])].split(":")[0]
+            confidence = float(shares[i] * (1.0 - not_die[i]))
+            if confidence < self.threshold_for(kind):
+                out.append(Die(kind, "", 0, box, confidence, "unreadable", float(shares[i])))
+        return out
 
     def _dice_from(self, image: np.ndarray, boxes, probs: np.ndarray, shares_in_kinds, kinds, crop_mode: bool,
                    threshold: float | None, cocked: bool = True) -> list[Die]:
@@ -1779,9 +1810,11 @@ class DiceReader:
         start = time.perf_counter()
         boxes = self._boxes(image, self.zoom_in)
         scores: dict = {}  # each box's first read, for the d6 numeral model's join
-        dice = self._dice(image, boxes, kinds, False, threshold, scores=scores) if boxes else []
+        others: list[Die] = []  # with kinds: unsure boxes left out as other kinds, parts a die of kinds may join
+        dice = self._dice(image, boxes, kinds, False, threshold, scores=scores, others=others) if boxes else []
         if self.join_parts:
-            dice = self._with_parts_joined(image, dice, kinds, threshold, scores)
+            dice = self._with_parts_joined(image, dice + others, kinds, threshold, scores)
+            dice = [d for d in dice if not any(d is o for o in others)]  # parts not joined stay left out
         dice = self._without_parts(dice, NEST_SIZE, NEST_INSIDE)  # second boxes on one die
         dice = self._without_parts(dice, RIM_SIZE, RIM_INSIDE, RIM_GROW)  # parts at a die's rim
         dice = self._with_d6_numerals(image, dice, kinds, False, threshold, scores)
