@@ -67,7 +67,8 @@ def register(sub) -> None:
                    "classes.txt names its classes), a folder of such folders (e.g. ../shared/data/real), or with "
                    "--crop a folder of one-die crops")
     p.add_argument("--json", action="store_true", help="the figures as one JSON object (per folder, kind and die size)")
-    p.add_argument("--kinds", help="die kinds that may be reported; with one kind (--kinds d8), the YOLO classes "
+    p.add_argument("--kinds", help="die kinds that may be reported, and the only labelled dice scored (a mixed tray "
+                   "read with one system's kinds); with one kind (--kinds d8), the YOLO classes "
                    "of a folder without classes.txt are its faces, CLASS = face value - 1 (a d10's 0 is 9, a tens "
                    "die's 30 is 3; a folder named like my-d10-tray gives its kind too; else d6)")
     p.add_argument("--crop", action="store_true", help="DIR holds one-die crops named by face value")
