@@ -1040,21 +1040,24 @@ def test_centre_match_counts_a_die_whose_label_boxes_only_its_pips(tmp_path):
 def test_eval_with_kinds_scores_only_the_dice_of_those_kinds(tmp_path):
     """eval --kinds on a mixed tray: a labelled die of a kind left out is not to be reported, so it is
     neither scored nor missed; a die reported as one of the kinds where no such die lies is a false die."""
-    from pi_table.vision.dataset import LabelledDie, LabelledImage
     from pi_table.vision.dice import Die
-    from pi_table.vision.evaluate import score_image
+    from pi_table.vision.evaluate import labelled_images, score_image
 
-    path = tmp_path / "mixed.png"
-    cv2.imwrite(str(path), np.zeros((200, 200, 3), np.uint8))
+    tray = tmp_path / "mixed"
+    (tray / "images").mkdir(parents=True)
+    (tray / "labels").mkdir()
+    (tray / "classes.txt").write_text("d6:2\nd8:3\nd10:7\n")
+    cv2.imwrite(str(tray / "images" / "x.jpg"), np.zeros((200, 200, 3), np.uint8))
+    # the d10 "7" at 10..50, a d6 "2" at 60..100, a d8 "3" at 110..150 (YOLO: class, centre and size over 200 px)
+    (tray / "labels" / "x.txt").write_text("2 0.15 0.15 0.2 0.2\n0 0.4 0.15 0.2 0.2\n1 0.65 0.65 0.2 0.2\n")
     d10 = Die("d10", "7", 7, (10, 10, 50, 50), 0.99, "ok")
     d8_as_d10 = Die("d10", "3", 3, (110, 110, 150, 150), 0.99, "ok")  # the d8 read as a d10
     Fake = fixed_reader(d10, d8_as_d10)
-    labelled = LabelledImage(path, 200, 200, (LabelledDie("d10", "7", (10, 10, 50, 50)),
-                                              LabelledDie("d6", "2", (60, 10, 100, 50)),
-                                              LabelledDie("d8", "3", (110, 110, 150, 150))), "x")
+    (labelled,), _ = labelled_images(Fake(), tray, kinds=("d10",))
     s = score_image(Fake(), labelled, kinds=("d10",)).to_json()
     assert s["dice"] == 1 and s["counts"]["right"] == 1 and s["counts"]["false_dice"] == 1
     assert list(s["kinds"]) == ["d10"]
+    (labelled,), _ = labelled_images(Fake(), tray)
     every = score_image(Fake(), labelled).to_json()  # without kinds every labelled die counts
     assert every["dice"] == 3 and every["counts"]["right"] == 1 and every["counts"]["false_dice"] == 0
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -298,9 +298,8 @@ def turned_box(box, width: int, height: int, degrees: int) -> tuple[float, float
 
 def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses: list | None = None,
                 border: float = 1.0, turn: int = 0) -> Score:
-    """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5). With ``kinds``
-    (``eval --kinds``), the labelled dice of kinds left out are not scored (a mixed tray read with the
-    kinds of one system: their dice are not to be reported; one reported as a die of ``kinds`` is a false die).
+    """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5), reading with
+    ``kinds`` (:func:`labelled_images` keeps only the labelled dice of those kinds).
 
     The counts are kept per die kind too (``Score.kinds``): a labelled die counts for its kind,
     a detection (and a false die) for the kind it was read as. With a ``misses`` list, each
@@ -309,8 +308,6 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
     (:func:`in_border`), its labels moved with it; with ``turn`` (90, 180, 270) it is first turned that many
     degrees clockwise, its labels with it (:func:`turned_box`: a phone held in portrait, the tray seen from
     another side)."""
-    from dataclasses import replace
-
     image = load_image(labelled.path)
     if turn:
         import cv2
@@ -322,8 +319,6 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
         image, ox, oy = in_border(image, border)
         labelled = replace(labelled, dice=tuple(replace(d, box=(d.box[0] + ox, d.box[1] + oy, d.box[2] + ox, d.box[3] + oy))
                                                 for d in labelled.dice))
-    if kinds is not None:  # the dice of kinds left out are not to be reported: not scored, not missed
-        labelled = replace(labelled, dice=tuple(d for d in labelled.dice if d.kind in kinds))
     reading = reader.read(image, name=labelled.path.name, kinds=kinds, threshold=0.0)
     by_kind: dict[str, Score] = defaultdict(Score)
     for truth in labelled.dice:
@@ -462,6 +457,8 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
     (:func:`pi_table.vision.dataset.load_label_fixes`) are then applied to the labels
     (``eval --fixed-labels``). With one kind in ``kinds`` (``eval --kinds d8``), the YOLO classes of
     a folder without ``classes.txt`` are that kind's faces (:func:`pi_table.vision.dataset.load_yolo`).
+    With ``kinds``, only the labelled dice of those kinds are kept, last: a mixed tray read with one
+    system's kinds, whose other dice are not to be reported (one read as a die of ``kinds`` is a false die).
 
     Returns:
         (the images, how many of ``fixes`` applied to them).
@@ -490,6 +487,8 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
     for i, im in enumerate(images if fixes else []):
         images[i], n = with_label_fixes(im, fixes)
         applied += n
+    if kinds is not None:
+        images = [replace(im, dice=tuple(d for d in im.dice if d.kind in kinds)) for im in images]
     return images, applied
 
 
@@ -597,16 +596,14 @@ def _miss_pictures(misses: list | None, misses_dir: Path | None, sub: str):
 def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None, die_boxes: bool, score,
               fixes=None, kinds=None) -> dict:
     """``score(image, name, die, folder) -> Score`` for every labelled die under ``root`` (images and
-    ``fixes`` as :func:`labelled_images` takes them; ``folder`` the die's data folder; with ``kinds``, the dice of
-    those kinds only), summed per data folder and in all, as :func:`evaluate` returns them."""
+    ``fixes`` and ``kinds`` as :func:`labelled_images` takes them; ``folder`` the die's data folder), summed per data
+    folder and in all, as :func:`evaluate` returns them."""
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     images, applied = labelled_images(reader, root, held_out, limit, die_boxes, fixes=fixes, kinds=kinds)
     for labelled in images:
         image = load_image(labelled.path)
         for die in labelled.dice:
-            if kinds is not None and die.kind not in kinds:
-                continue  # a die of a kind left out is not read: as score_image
             s = score(image, labelled.path.name, die, labelled.folder)
             per_folder[labelled.folder].add(s)
             total.add(s)
