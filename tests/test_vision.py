@@ -1728,6 +1728,31 @@ def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
                                              "--cut-crops margin must be 0.5..4, got 9.0")
 
 
+def test_eval_sweep_goes_with_cut_crops_close_ups_and_crops(tmp_path):
+    """--sweep rescores the reads of every mode, not only whole photos: three cut crops read right at
+    0.99 and 0.93 and wrong at 0.95 give, cut at 0.5 and 0.97, 2/3 -> 1/3 read right and 1/3 -> 0
+    wrong at ok; the same through the CLI with --cut-crops, --close-ups and --crop (was refused)."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import evaluate_cut_crops
+
+    folder = labelled_tray(tmp_path, 200, "1 0.15 0.15 0.2 0.2\n2 0.85 0.15 0.2 0.2\n3 0.15 0.85 0.2 0.2\n")
+    reads = [(Die("d6", "2", 2, (20, 20, 60, 60), 0.99, "ok"),), (Die("d6", "6", 6, (20, 20, 60, 60), 0.95, "ok"),),
+             (Die("d6", "4", 4, (20, 20, 60, 60), 0.93, "ok"),)]
+    result = evaluate_cut_crops(reader_in_turn("read_crop", reads, 80, tmp_path), folder, 2.0, sweep=[0.5, 0.97])
+    low, high = result["sweep"]["tray"]
+    assert (low["read_right"], low["wrong_at_ok"], low["unreadable"]) == pytest.approx((2 / 3, 1 / 3, 0.0), abs=1e-4)
+    assert (high["read_right"], high["wrong_at_ok"], high["unreadable"]) == pytest.approx((1 / 3, 0.0, 2 / 3), abs=1e-4)
+    assert result["sweep"]["all"] == result["sweep"]["tray"]
+    crops = tmp_path / "crops" / "4"
+    crops.mkdir(parents=True)
+    cv2.imwrite(str(crops / "a.png"), np.full((64, 64, 3), 128, np.uint8))
+    for target, mode in ((folder, ("--cut-crops", "1.3")), (folder, ("--close-ups", "2")), (tmp_path / "crops", ("--crop",))):
+        out = cli("eval", str(target), *mode, "--sweep", "0.5,0.97", "--json", "--threads", "1")
+        assert out.returncode == 0, (mode, out.stderr)
+        data = json.loads(out.stdout)
+        assert len(data["sweep"]["all"]) == 2 and data["sweep"]["all"][0]["threshold"] == 0.5, mode
+
+
 def test_eval_close_ups_misses_writes_each_close_up_not_read_right_or_with_a_false_die(tmp_path):
     """--close-ups with --misses: a die read as another face, one missed, and a close-up read right
     but with a pip taken for a die are written to OUT/close-ups/ and listed (the false die as

@@ -82,7 +82,7 @@ def register(sub) -> None:
                    "fitted on (models/splits.json; renders: the one in 20 training keeps out); not with --held-out")
     p.add_argument("--limit", type=int, help="score only the first N images")
     p.add_argument("--sweep", metavar="T,T,...", help="also score the same reads with unreadable cut at each of "
-                   "these thresholds (0..1), e.g. 0.5,0.8,0.9,0.95,0.98")
+                   "these thresholds (0..1), e.g. 0.5,0.8,0.9,0.95,0.98; whole photos, --crop, --cut-crops and --close-ups alike")
     p.add_argument("--boxes", choices=("die", "as-labelled"), default="die", help="die: the labels of folders that box "
                    "a die's pips (matteop65's) are grown to the whole die before matching, as the reader boxes dice "
                    "(default); as-labelled: match the label boxes as they are")
@@ -221,8 +221,6 @@ def _eval(args) -> int:
                                    ("--close-ups", args.close_ups is not None)) if on]
     if len(modes) > 1:
         raise ValueError(f"{modes[0]} does not go with {modes[1]}")
-    if sweep and modes:
-        raise ValueError(f"--sweep scores photos; it does not go with {modes[0]}")
     if args.calib and (args.held_out or modes):
         raise ValueError("--calib scores the calib split of labelled photos; it does not go with --held-out, --crop, "
                          "--cut-crops or --close-ups")
@@ -253,15 +251,15 @@ def _eval(args) -> int:
         fixes = load_label_fixes()
     reader = _reader(args)
     if args.crop:
-        result = evaluate_crops(reader, folder, kinds)
+        result = evaluate_crops(reader, folder, kinds, sweep=sweep)
     elif args.cut_crops is not None:
         result = evaluate_cut_crops(reader, folder, args.cut_crops, kinds, held_out=args.held_out, limit=args.limit,
                                     die_boxes=args.boxes == "die", fixes=fixes, misses=misses,
-                                    misses_dir=None if misses is None else Path(args.misses))
+                                    misses_dir=None if misses is None else Path(args.misses), sweep=sweep)
     elif args.close_ups is not None:
         result = evaluate_close_ups(reader, folder, args.close_ups, kinds, held_out=args.held_out, limit=args.limit,
                                     die_boxes=args.boxes == "die", fixes=fixes, misses=misses,
-                                    misses_dir=None if misses is None else Path(args.misses))
+                                    misses_dir=None if misses is None else Path(args.misses), sweep=sweep)
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,
                           die_boxes=args.boxes == "die", calib=args.calib, misses=misses,

@@ -520,8 +520,14 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
         s = score_image(reader, labelled, kinds, misses, border, turn)
         per_folder[labelled.folder].add(s)
         total.add(s)
-    result = {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json(),
-              "label_fixes": applied}
+    return _result(per_folder, total, sweep, label_fixes=applied)
+
+
+def _result(per_folder: dict, total: Score, sweep=(), **extra) -> dict:
+    """``{"folders": {name: Score.to_json()}, "all": Score.to_json(), **extra}``, and with thresholds in
+    ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` for each folder and ``all``, and
+    ``"NAME: KIND"`` for each die kind of a folder holding several (:func:`evaluate`)."""
+    result = {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json(), **extra}
     if len(sweep):
         result["sweep"] = {}
         for name, score in [*sorted(per_folder.items()), ("all", total)]:
@@ -546,7 +552,7 @@ def check_close_up_frame(frame: float) -> None:
 
 def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None, held_out: bool = False,
                        limit: int | None = None, die_boxes: bool = True, fixes=None, misses: list | None = None,
-                       misses_dir: Path | None = None) -> dict:
+                       misses_dir: Path | None = None, sweep=()) -> dict:
     """Score ``read --crop`` on crops cut from labelled photos: each die as a square ``margin``
     times its box's long side, at the photo's resolution (1.0 tight, 1.8 loose framing).
 
@@ -554,8 +560,8 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
     read right is written to ``misses_dir/crops/`` (PNG) and a :class:`Miss` naming it is appended,
     its boxes in the crop's pixels (the labelled die's: centred, 1/``margin`` of the crop).
 
-    Returns the same shape as :func:`evaluate`; ValueError if ``margin`` is not in 0.5..4, or if
-    ``misses`` comes without ``misses_dir``.
+    Returns the same shape as :func:`evaluate` (with ``sweep``, its rows too); ValueError if ``margin``
+    is not in 0.5..4, or if ``misses`` comes without ``misses_dir``.
     """
     check_cut_margin(margin)
     picture_path = _miss_pictures(misses, misses_dir, "crops")
@@ -572,7 +578,7 @@ def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None
         return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, misses=misses, miss_as=miss_as,
                            material=die.material)
 
-    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes, kinds)
+    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes, kinds, sweep)
 
 
 def _miss_pictures(misses: list | None, misses_dir: Path | None, sub: str):
@@ -594,10 +600,10 @@ def _miss_pictures(misses: list | None, misses_dir: Path | None, sub: str):
 
 
 def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None, die_boxes: bool, score,
-              fixes=None, kinds=None) -> dict:
+              fixes=None, kinds=None, sweep=()) -> dict:
     """``score(image, name, die, folder) -> Score`` for every labelled die under ``root`` (images and
     ``fixes`` and ``kinds`` as :func:`labelled_images` takes them; ``folder`` the die's data folder), summed per data
-    folder and in all, as :func:`evaluate` returns them."""
+    folder and in all, as :func:`evaluate` returns them (``sweep`` too)."""
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     images, applied = labelled_images(reader, root, held_out, limit, die_boxes, fixes=fixes, kinds=kinds)
@@ -607,8 +613,7 @@ def _each_die(reader: DiceReader, root: Path, held_out: bool, limit: int | None,
             s = score(image, labelled.path.name, die, labelled.folder)
             per_folder[labelled.folder].add(s)
             total.add(s)
-    return {"folders": {k: v.to_json() for k, v in sorted(per_folder.items())}, "all": total.to_json(),
-            "label_fixes": applied}
+    return _result(per_folder, total, sweep, label_fixes=applied)
 
 
 def close_up(image: np.ndarray, box, frame: float, side: int = CLOSE_UP_SIDE) -> tuple[np.ndarray, tuple]:
@@ -638,7 +643,7 @@ def close_up(image: np.ndarray, box, frame: float, side: int = CLOSE_UP_SIDE) ->
 
 def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None, held_out: bool = False,
                        limit: int | None = None, die_boxes: bool = True, fixes=None, misses: list | None = None,
-                       misses_dir: Path | None = None) -> dict:
+                       misses_dir: Path | None = None, sweep=()) -> dict:
     """Score ``read`` on close-ups of single dice (``eval --close-ups FRAME``): each labelled die
     of the photos under ``root`` cut out with ``frame`` times its box around it and scaled to a
     1500-pixel long side (:func:`close_up`; the die fills 1/``frame`` of the picture, as when a
@@ -652,8 +657,8 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
     ``misses_dir/close-ups/`` (PNG), and a :class:`Miss` naming it is appended for the die and for
     each false die, their boxes in the close-up's pixels.
 
-    Returns the same shape as :func:`evaluate`; ValueError if ``frame`` is not in 1.2..10, or if
-    ``misses`` comes without ``misses_dir``.
+    Returns the same shape as :func:`evaluate` (with ``sweep``, its rows too); ValueError if ``frame``
+    is not in 1.2..10, or if ``misses`` comes without ``misses_dir``.
     """
     check_close_up_frame(frame)
     picture_path = _miss_pictures(misses, misses_dir, "close-ups")
@@ -680,7 +685,7 @@ def evaluate_close_ups(reader: DiceReader, root: Path, frame: float, kinds=None,
             _keep_picture(path, picture, found, misses)
         return _one_die(die.kind, counts)
 
-    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes, kinds)
+    return _each_die(reader, root, held_out, limit, die_boxes, score, fixes, kinds, sweep)
 
 
 def _one_die_counts(ms: float, material: str | None) -> Score:
@@ -716,13 +721,14 @@ def _score_crop(reader: DiceReader, crop: np.ndarray, name: str, kind: str, face
     return _one_die(kind, counts)
 
 
-def evaluate_crops(reader: DiceReader, root: Path, kinds=None) -> dict:
+def evaluate_crops(reader: DiceReader, root: Path, kinds=None, sweep=()) -> dict:
     """Score ``read --crop`` on a crop folder (one die per image, face in the folder/file name; the
-    kind in the name, a folder named by it, or the one kind of ``kinds``: :func:`load_crops`)."""
+    kind in the name, a folder named by it, or the one kind of ``kinds``: :func:`load_crops`), as
+    :func:`evaluate` returns its figures (``sweep`` too), the folder named as ``root``."""
     total = Score()
     for path, kind, face in load_crops(root, kinds[0] if kinds and len(kinds) == 1 else "d6"):
         total.add(_score_crop(reader, load_image(path), path.name, kind, face, kinds))
-    return {"folders": {Path(root).name: total.to_json()}, "all": total.to_json()}
+    return _result({Path(root).name: total}, total, sweep)
 
 
 #: Side in pixels of one die's picture on a contact sheet (:func:`write_misses`), and tiles per row.
