@@ -390,6 +390,7 @@ def test_cli_read_notes_kinds_it_cannot_read():
     (("eval", str(REPO / "tests" / "fixtures"), "--crop", "--fixed-labels"), "--fixed-labels"),
     (("eval", str(DEMO), "--sweep", "0.5,x"), "'x'"),
     (("eval", str(DEMO), "--sweep", "0.5,1.5"), "1.5"),
+    (("bench", "--against", "/no/such/models"), "/no/such/models"),
 ])
 def test_cli_bad_input_exits_2(args, needle):
     result = cli(*args)
@@ -1564,6 +1565,45 @@ def test_bench_p90_is_never_below_the_median(monkeypatch):
         assert row["p90_ms"] >= row["median_ms"], (repeats, row)
     row, = bench_mod.bench(lambda threads: SlowerEachRead(), dice_counts=(1,), repeats=2, thread_options=(1,))
     assert row["p90_ms"] == max(row["p90_ms"], row["median_ms"]) and row["p90_ms"] > row["median_ms"]
+
+
+def test_bench_against_alternates_two_readers_on_the_same_frames(monkeypatch):
+    """bench(against=...): both readers read each frame in turn, the order turned each repeat (A B
+    B A ...), so a machine slowing down mid-run weighs on both; a case only one has (its second
+    look) is timed for it alone; the table gives each frame's ratio. Without it, rows are as before."""
+    from types import SimpleNamespace
+
+    from pi_table.vision import bench as bench_mod
+
+    clock = iter(range(100_000))
+    monkeypatch.setattr(bench_mod.time, "perf_counter", lambda: next(clock) / 1000)  # each call 1 ms on
+    calls = []
+
+    class Fake:
+        threshold, numerals = 0.5, None
+
+        def __init__(self, name, cost, second_look):
+            self.name, self.cost, self.second_look = name, cost, second_look
+            self.classifier = SimpleNamespace(cascade=None)
+
+        def read(self, frame):
+            calls.append(self.name)
+            for _ in range(self.cost):  # 'cost' ms more than the bare timing
+                bench_mod.time.perf_counter()
+            return SimpleNamespace(dice=())
+
+    rows = bench_mod.bench(lambda threads: Fake("A", 2, 4), dice_counts=(1,), repeats=4, thread_options=(1,),
+                           against=lambda threads: Fake("B", 5, 1))
+    assert [(r["reader"], r["dice"], r["all_unsure"]) for r in rows] == [("first", 1, False), ("against", 1, False),
+                                                                        ("first", 1, True)]
+    assert calls[:6] == ["A"] * 3 + ["B"] * 3  # warm-up
+    assert calls[6:14] == ["A", "B", "B", "A", "A", "B", "B", "A"]  # timed, alternating
+    assert calls[14:] == ["A"] * 7  # the second look's case: A alone
+    assert rows[1]["median_ms"] > rows[0]["median_ms"]
+    ratio = bench_mod.format_rows(rows).splitlines()[-1].split()
+    assert ratio[:3] == ["1", "1", "d6"] and ratio[-1] == f"{rows[1]['median_ms'] / rows[0]['median_ms']:.3f}x"
+    alone = bench_mod.bench(lambda threads: Fake("A", 2, 1), dice_counts=(1,), repeats=1, thread_options=(1,))
+    assert "reader" not in alone[0] and "against" not in bench_mod.format_rows(alone)
 
 
 def test_bench_per_model_splits_a_frame_by_model():

@@ -131,7 +131,7 @@ def time_models(reader) -> dict:
 
 
 def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_options=(1, 0),
-          per_model: bool = False, numbered_counts=()) -> list[dict]:
+          per_model: bool = False, numbered_counts=(), against=None) -> list[dict]:
     """Time ``reader.read`` per frame.
 
     OpenCV's own thread pool (crops, resizes, blobs) is held to the same thread count as the
@@ -146,6 +146,12 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
             time goes.
         numbered_counts: also time frames of that many numbered dice (:func:`numbered_frame`),
             with readers that have a numeral model; none when the renderer cannot be imported.
+        against: a second ``threads -> DiceReader`` (other models) timed in the same process and
+            on the same frames, its reads alternating with the first's (first, second, then
+            second, first, ...), so that a machine slowing down mid-run weighs on both alike: two
+            benches run one after the other put it all on the later one (``pi-table bench
+            --against DIR``). A case one of them has not (a second look, a numeral model) is timed
+            for the other alone.
 
     Returns:
         One dict per (threads, dice): threads, dice, found (dice the reader reported), unsure
@@ -159,7 +165,9 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
         thread count times the largest frame with every die unsure (the threshold set above
         1, and an ensemble's cascade off: every classifier reads every die), its worst case.
         Each row's ``kind`` says which dice its frame holds: ``d6`` (:func:`tray_frame`) or
-        ``numbered`` (:func:`numbered_frame`), the numbered rows last.
+        ``numbered`` (:func:`numbered_frame`), the numbered rows last. With ``against``, each
+        row has ``reader``: ``"first"`` or ``"against"``, the against row right after the first's
+        of the same case (faults are then the two readers' together, per read).
     """
     import cv2
 
@@ -168,9 +176,15 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
     try:
         for threads in thread_options:
             cv2.setNumThreads(threads if threads else opencv_threads)
-            rows += _bench_threads(reader_factory(threads), threads, dice_counts, repeats, per_model, numbered_counts)
+            readers = {"first": reader_factory(threads)}
+            if against is not None:
+                readers["against"] = against(threads)
+            rows += _bench_threads(readers, threads, dice_counts, repeats, per_model, numbered_counts)
     finally:
         cv2.setNumThreads(opencv_threads)
+    if against is None:
+        for row in rows:
+            del row["reader"]
     return rows
 
 
@@ -183,46 +197,64 @@ def numbered_available() -> bool:
     return True
 
 
-def _bench_threads(reader, threads: int, dice_counts, repeats: int, per_model: bool,
-                   numbered_counts=()) -> list[dict]:
-    """:func:`bench`'s rows for one thread count, ``reader`` made for it."""
-    rows = []
-    tally = time_models(reader) if per_model else None
+def _cases(reader, dice_counts, numbered_counts) -> list[tuple]:
+    """(dice, all unsure, kind) of each frame :func:`bench` times ``reader`` on."""
     cases = [(n, False, "d6") for n in dice_counts]
     if getattr(reader, "second_look", 1) > 1 and dice_counts:
         cases.append((max(dice_counts), True, "d6"))
     if getattr(reader, "numerals", None) is not None and numbered_available():
         cases += [(n, False, "numbered") for n in numbered_counts]
-    for n, all_unsure, kind in cases:
+    return cases
+
+
+def _bench_threads(readers: dict, threads: int, dice_counts, repeats: int, per_model: bool,
+                   numbered_counts=()) -> list[dict]:
+    """:func:`bench`'s rows for one thread count, ``readers`` (name -> reader) made for it, their
+    reads of each case alternating, the order turned each repeat."""
+    rows = []
+    tallies = {name: time_models(reader) if per_model else None for name, reader in readers.items()}
+    cases = {name: _cases(reader, dice_counts, numbered_counts) for name, reader in readers.items()}
+    for case in dict.fromkeys(c for name in readers for c in cases[name]):
+        n, all_unsure, kind = case
+        timed = [name for name in readers if case in cases[name]]
         frame = tray_frame(n) if kind == "d6" else numbered_frame(n)
-        threshold, cascade = reader.threshold, reader.classifier.cascade
+        saved = {name: (readers[name].threshold, readers[name].classifier.cascade) for name in timed}
         if all_unsure:
-            reader.threshold = 1.01  # the worst case: every die is unsure and looked at again
-            reader.classifier.cascade = None  # and read by every classifier of an ensemble
-        for _ in range(3):
-            reading = reader.read(frame)
-        times, spent = [], []
+            for name in timed:
+                readers[name].threshold = 1.01  # the worst case: every die is unsure and looked at again
+                readers[name].classifier.cascade = None  # and read by every classifier of an ensemble
+        reading = {}
+        for name in timed:
+            for _ in range(3):
+                reading[name] = readers[name].read(frame)
+        times = {name: [] for name in timed}
+        spent = {name: [] for name in timed}
         faults_before = _page_faults()
-        for _ in range(repeats):
-            if tally is not None:
-                tally.clear()
-            t = time.perf_counter()
-            reading = reader.read(frame)
-            times.append((time.perf_counter() - t) * 1000)
-            if tally is not None:
-                spent.append({**tally, "other": times[-1] - sum(tally.values())})
+        for r in range(repeats):
+            for name in timed if r % 2 == 0 else timed[::-1]:
+                tally = tallies[name]
+                if tally is not None:
+                    tally.clear()
+                t = time.perf_counter()
+                reading[name] = readers[name].read(frame)
+                times[name].append((time.perf_counter() - t) * 1000)
+                if tally is not None:
+                    spent[name].append({**tally, "other": times[name][-1] - sum(tally.values())})
         faults = None if faults_before is None else round((_page_faults() - faults_before) / repeats, 1)
-        reader.threshold, reader.classifier.cascade = threshold, cascade
-        times.sort()
-        med = statistics.median(times)
-        rows.append({"threads": threads or os.cpu_count(), "dice": n, "kind": kind, "found": len(reading.dice),
-                     "unsure": sum(d.status == "unreadable" for d in reading.dice), "all_unsure": all_unsure,
-                     "median_ms": round(med, 2), "p90_ms": round(times[math.ceil(0.9 * len(times)) - 1], 2),  # nearest rank
-                     "fps": round(1000 / med, 1),
-                     "page_faults_per_frame": faults})
-        if spent:
-            names = list(dict.fromkeys(k for frame_ms in spent for k in frame_ms))
-            rows[-1]["models_ms"] = {k: round(statistics.median(f.get(k, 0.0) for f in spent), 2) for k in names}
+        for name in timed:
+            readers[name].threshold, readers[name].classifier.cascade = saved[name]
+            ms = sorted(times[name])
+            med = statistics.median(ms)
+            rows.append({"reader": name, "threads": threads or os.cpu_count(), "dice": n, "kind": kind,
+                         "found": len(reading[name].dice),
+                         "unsure": sum(d.status == "unreadable" for d in reading[name].dice), "all_unsure": all_unsure,
+                         "median_ms": round(med, 2), "p90_ms": round(ms[math.ceil(0.9 * len(ms)) - 1], 2),  # nearest rank
+                         "fps": round(1000 / med, 1),
+                         "page_faults_per_frame": faults})
+            if spent[name]:
+                names = list(dict.fromkeys(k for frame_ms in spent[name] for k in frame_ms))
+                rows[-1]["models_ms"] = {k: round(statistics.median(f.get(k, 0.0) for f in spent[name]), 2)
+                                         for k in names}
     return rows
 
 
@@ -283,20 +315,32 @@ def _page_faults() -> int | None:
 
 
 def format_rows(rows: list[dict]) -> str:
-    """The bench table as text."""
-    out = [f"{'threads':>7} {'dice':>5} {'kind':>8} {'found':>5} {'unsure':>6} {'median ms':>10} {'p90 ms':>8} {'fps':>7} {'faults':>7}"]
-    out += [f"{r['threads']:>7} {r['dice']:>5} {r.get('kind', 'd6'):>8} {r['found']:>5} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
+    """The bench table as text; rows of two readers (:func:`bench`'s ``against``) in a first
+    column, and each case's median ms of the second over the first's after the table."""
+    two = any("reader" in r for r in rows)
+    who = (lambda r: f"{r['reader']:>8} ") if two else (lambda r: "")
+    out = [f"{'reader':>8} " * two + f"{'threads':>7} {'dice':>5} {'kind':>8} {'found':>5} {'unsure':>6} {'median ms':>10} {'p90 ms':>8} {'fps':>7} {'faults':>7}"]
+    out += [f"{who(r)}{r['threads']:>7} {r['dice']:>5} {r.get('kind', 'd6'):>8} {r['found']:>5} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
             f"{r['median_ms']:>10.2f} {r['p90_ms']:>8.2f} {r['fps']:>7.1f} "
             f"{'-' if r.get('page_faults_per_frame') is None else format(r['page_faults_per_frame'], '.1f'):>7}" for r in rows]
     out.append("unsure: dice below the threshold, each read again (second look); 'all': the worst case, every die")
     out.append("faults: the process's minor page faults per frame (memory mapped in afresh each frame)")
+    if two:
+        out.append("\nagainst / first, median ms of the same frame, their reads alternating")
+        case = lambda r: (r["threads"], r["dice"], r.get("kind", "d6"), bool(r.get("all_unsure")))  # noqa: E731
+        firsts = {case(r): r for r in rows if r["reader"] == "first"}
+        for r in rows:
+            if r["reader"] == "against" and case(r) in firsts:
+                t, n, kind, unsure = case(r)
+                out.append(f"{t:>7} {n:>5} {kind:>8} {'all' if unsure else '':>6} "
+                           f"{r['median_ms'] / firsts[case(r)]['median_ms']:>6.3f}x")
     timed = [r for r in rows if r.get("models_ms")]
     if timed:
         # in run order (the row with the most models first: a cascade's second classifier runs in few rows), 'other' last
         names = list(dict.fromkeys(k for r in sorted(timed, key=lambda r: -len(r["models_ms"])) for k in r["models_ms"]))
         names = [n for n in names if n != "other"] + ["other"]
         out.append("\nmedian ms per frame in each model's runs ('other': crops, decoding, the reader's Python)")
-        out.append(f"{'threads':>7} {'dice':>5} {'kind':>8} {'unsure':>6} " + " ".join(f"{n:>{max(10, len(n))}}" for n in names))
-        out += [f"{r['threads']:>7} {r['dice']:>5} {r.get('kind', 'd6'):>8} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
+        out.append(f"{'reader':>8} " * two + f"{'threads':>7} {'dice':>5} {'kind':>8} {'unsure':>6} " + " ".join(f"{n:>{max(10, len(n))}}" for n in names))
+        out += [f"{who(r)}{r['threads']:>7} {r['dice']:>5} {r.get('kind', 'd6'):>8} {('all' if r.get('all_unsure') else r.get('unsure', 0)):>6} "
                 + " ".join(f"{r['models_ms'].get(n, 0.0):>{max(10, len(n))}.2f}" for n in names) for r in timed]
     return "\n".join(out)

@@ -107,6 +107,9 @@ def register(sub) -> None:
     p.add_argument("--models", help="model folder (default: the shipped models/)")
     p.add_argument("--per-model", action="store_true",
                    help="also show the ms of each frame spent in each model's runs, and the rest")
+    p.add_argument("--against", metavar="DIR", help="also time the models in DIR on the same frames, their reads "
+                   "alternating with the first's, and give each frame's ratio (a fair speed comparison of two "
+                   "model folders: a machine slowing down weighs on both)")
     p.set_defaults(func=_bench)
 
 
@@ -295,15 +298,22 @@ def _bench(args) -> int:
 
     if args.repeats < 1:
         raise ValueError(f"--repeats must be >= 1, got {args.repeats}")
+    against = None
+    if args.against is not None:
+        DiceReader(args.against, threads=1)  # a folder without models is refused before the slow part
+        against = lambda threads: DiceReader(args.against, threads=threads)  # noqa: E731
     rows = bench(lambda threads: DiceReader(args.models, threads=threads), repeats=args.repeats,
-                 per_model=args.per_model, numbered_counts=(20,))
+                 per_model=args.per_model, numbered_counts=(20,), against=against)
     if not any(r.get("kind") == "numbered" for r in rows):
         print("pi-table bench: no numbered-dice frame timed (it needs a numeral model and the renderer, whose Pillow "
               "comes with the train extra: pip install -e '.[train]')", file=sys.stderr)
     if args.json:
-        print(json.dumps({"cpu_count": os.cpu_count(), "machine": machine(), "rows": rows}))
+        print(json.dumps({"cpu_count": os.cpu_count(), "machine": machine(), "rows": rows,
+                          **({"against": args.against} if against is not None else {})}))
     else:
         print(f"640x640 frames, model load excluded, {args.repeats} reads per case, {os.cpu_count()} cores")
         print(machine_line(machine()))
+        if against is not None:
+            print(f"first: {args.models or 'the shipped models/'}; against: {args.against}")
         print(format_rows(rows))
     return 0
