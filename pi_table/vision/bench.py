@@ -167,7 +167,7 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
         Each row's ``kind`` says which dice its frame holds: ``d6`` (:func:`tray_frame`) or
         ``numbered`` (:func:`numbered_frame`), the numbered rows last. With ``against``, each
         row has ``reader``: ``"first"`` or ``"against"``, the against row right after the first's
-        of the same case (faults are then the two readers' together, per read).
+        of the same case (faults are then the two readers' together, per read of either).
     """
     import cv2
 
@@ -182,9 +182,6 @@ def bench(reader_factory, dice_counts=(1, 5, 20), repeats: int = 30, thread_opti
             rows += _bench_threads(readers, threads, dice_counts, repeats, per_model, numbered_counts)
     finally:
         cv2.setNumThreads(opencv_threads)
-    if against is None:
-        for row in rows:
-            del row["reader"]
     return rows
 
 
@@ -240,13 +237,13 @@ def _bench_threads(readers: dict, threads: int, dice_counts, repeats: int, per_m
                 times[name].append((time.perf_counter() - t) * 1000)
                 if tally is not None:
                     spent[name].append({**tally, "other": times[name][-1] - sum(tally.values())})
-        faults = None if faults_before is None else round((_page_faults() - faults_before) / repeats, 1)
+        faults = None if faults_before is None else round((_page_faults() - faults_before) / (repeats * len(timed)), 1)
         for name in timed:
             readers[name].threshold, readers[name].classifier.cascade = saved[name]
             ms = sorted(times[name])
             med = statistics.median(ms)
-            rows.append({"reader": name, "threads": threads or os.cpu_count(), "dice": n, "kind": kind,
-                         "found": len(reading[name].dice),
+            rows.append({**({"reader": name} if len(readers) > 1 else {}), "threads": threads or os.cpu_count(),
+                         "dice": n, "kind": kind, "found": len(reading[name].dice),
                          "unsure": sum(d.status == "unreadable" for d in reading[name].dice), "all_unsure": all_unsure,
                          "median_ms": round(med, 2), "p90_ms": round(ms[math.ceil(0.9 * len(ms)) - 1], 2),  # nearest rank
                          "fps": round(1000 / med, 1),
