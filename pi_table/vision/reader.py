@@ -144,6 +144,11 @@ NUMBERED_RECUT = 1
 # LOOSE_CROP_DIE of the crop, is read as well (models/history/classifier.md, "Loose crops").
 LOOSE_CROP = 0.6
 LOOSE_CROP_DIE = 0.7
+# ... and when no box lies over the centre but the detector finds one die alone, lying inside the crop (clear of its
+# edges by LONE_EDGE of its long side: a box cut by the edge is a neighbour's), that die is read: the crop's only die,
+# off its centre, as a rig's fixed region or a loose hand crop frames it (models/history/classifier.md, "A lone die
+# off the centre").
+LONE_EDGE = 0.05
 # When the box head takes a loose crop whole (its few dice read as one die's pips), the die over the
 # centre is read instead if separate dice are seen; a die it finds under CROWD_DIE of the crop is
 # taken for a pip or numeral of a tightly framed die (models/history/classifier.md, "Crowded crops").
@@ -754,6 +759,12 @@ CLUSTER_SURE = 0.25
 
 def _long_side(box) -> float:
     return max(box[2] - box[0], box[3] - box[1])
+
+
+def _clear_of_edges(box, w: float, h: float, gap: float) -> bool:
+    """Whether ``box`` (x0, y0, x1, y1, pixels) lies inside a ``w`` x ``h`` image with every edge more than
+    ``gap`` pixels from the image's (a box cut by the image's edge is part of a die, a neighbour's)."""
+    return box[0] > gap and box[1] > gap and box[2] < w - gap and box[3] < h - gap
 
 
 def _centre_box(boxes, w: float, h: float):
@@ -1968,13 +1979,14 @@ class DiceReader:
         return self._with_big_dice(image, detections, shrunk)
 
     def read_crop(self, image: np.ndarray, name: str = "", kinds=None, threshold: float | None = None) -> Reading:
-        """One cropped die (``read --crop``): at most one die, the one at the crop's centre.
+        """One cropped die (``read --crop``): at most one die, the one at the crop's centre, or the only one in it.
 
         The whole image is taken for the die's box first and the box head moves it onto the die
         (:data:`CROP_PASSES`). If the die it finds is under :data:`LOOSE_CROP` of the crop's long
         side (a loose crop), the detector looks too (:meth:`_loose_crop_box`) and the die is read
         again from its box; that read is reported if it is at or above its kind's threshold
-        (``reader.json``, whatever ``threshold`` the caller reads at) or the first is below its own.
+        (``reader.json``, whatever ``threshold`` the caller reads at) or the first is below its own
+        (a die alone in the crop is looked for off the centre too: :data:`LONE_EDGE`).
         If the die it finds fills the crop, a crowded crop's die over the centre may be read
         instead (:meth:`_crowded_crop_read`).
 
@@ -2015,8 +2027,14 @@ class DiceReader:
         """The die at the centre of a loose crop (``image``, HxWx3 uint8 BGR), as :meth:`read` finds
         dice (:meth:`_boxes`, no small dice' look): the largest box (x0, y0, x1, y1, pixels) that covers the
         crop's centre and is at most :data:`LOOSE_CROP_DIE` of its long side (a bigger one is the
-        crop itself), or None."""
-        return _centre_box(self._small_boxes(image), image.shape[1], image.shape[0])
+        crop itself); with none there, the one such box if it is the only one and lies clear of the crop's
+        edges (:data:`LONE_EDGE`: the crop's only die, off its centre); else None."""
+        h, w = image.shape[:2]
+        small = self._small_boxes(image)
+        found = _centre_box(small, w, h)
+        if found is None and len(small) == 1 and _clear_of_edges(small[0], w, h, LONE_EDGE * max(w, h)):
+            found = small[0]  # the crop's only die, off its centre
+        return found
 
     def _small_boxes(self, image: np.ndarray) -> list:
         """The boxes :meth:`read` finds in a crop (``image``, HxWx3 uint8 BGR; :meth:`_boxes`, no small
