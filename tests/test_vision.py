@@ -904,6 +904,18 @@ def test_read_crop_finds_the_die_in_a_loose_crop(reader):
     assert total >= 15 and right >= 0.8 * total, (right, total)
 
 
+def _read_crop_counts(reader, crops):
+    """read --crop on each (crop, face) of ``crops``: (read right, read wrong at ok, crops)."""
+    right = wrong = total = 0
+    for crop, face in crops:
+        dice = reader.read_crop(crop).dice
+        total += 1
+        ok = len(dice) == 1 and dice[0].status == "ok"
+        right += ok and dice[0].face == face
+        wrong += ok and dice[0].face != face
+    return right, wrong, total
+
+
 def test_read_crop_reads_the_centre_die_of_a_very_loose_crop(reader, monkeypatch):
     """A crop 3.5 times its die holds neighbours and tray: the detector's box over the centre is
     read (LOOSE_CROP), not what the box head wanders onto; without it fewer are read right and
@@ -911,14 +923,7 @@ def test_read_crop_reads_the_centre_die_of_a_very_loose_crop(reader, monkeypatch
     import pi_table.vision.reader as reader_module
 
     def score():
-        right = wrong = total = 0
-        for crop, face in _demo_crops(3.5):
-            dice = reader.read_crop(crop).dice
-            total += 1
-            ok = len(dice) == 1 and dice[0].status == "ok"
-            right += ok and dice[0].face == face
-            wrong += ok and dice[0].face != face
-        return right, wrong, total
+        return _read_crop_counts(reader, _demo_crops(3.5))
 
     right, wrong, total = score()
     assert total >= 15 and right >= 0.7 * total and wrong <= 1, (right, wrong, total)
@@ -1018,14 +1023,7 @@ def test_read_crop_reads_a_lone_die_off_the_centre_of_a_loose_crop(reader, monke
     import pi_table.vision.reader as reader_module
 
     def score():
-        right = wrong = total = 0
-        for crop, face in _lone_dice_off_centre(2.5):
-            dice = reader.read_crop(crop).dice
-            total += 1
-            ok = len(dice) == 1 and dice[0].status == "ok"
-            right += ok and dice[0].face == face
-            wrong += ok and dice[0].face != face
-        return right, wrong, total
+        return _read_crop_counts(reader, _lone_dice_off_centre(2.5))
 
     right, wrong, total = score()
     assert total >= 15 and right >= 0.9 * total and wrong == 0, (right, wrong, total)
