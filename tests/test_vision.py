@@ -391,6 +391,9 @@ def test_cli_read_notes_kinds_it_cannot_read():
     (("eval", str(DEMO), "--sweep", "0.5,x"), "'x'"),
     (("eval", str(DEMO), "--sweep", "0.5,1.5"), "1.5"),
     (("bench", "--against", "/no/such/models"), "/no/such/models"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--cut-crops", "2.5", "--cut-offset", "0.5"),
+     "--cut-offset must be 0..0.4, got 0.5"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--cut-offset", "0.2"), "--cut-offset"),
 ])
 def test_cli_bad_input_exits_2(args, needle):
     result = cli(*args)
@@ -1822,6 +1825,33 @@ def test_eval_cut_crops_misses_writes_each_crop_not_read_right(tmp_path):
     # a bad margin is refused before the --misses folder is made
     assert_sheet_drawn_and_bad_value_refused(misses, tmp_path, folder, "--cut-crops", "9",
                                              "--cut-crops margin must be 0.5..4, got 9.0")
+
+
+def test_eval_cut_offset_moves_the_crop_off_the_die(tmp_path):
+    """--cut-crops M --cut-offset F: each crop's centre lies F of its side right of and below the die
+    (a white 40 px die cut at 2.0 and 0.25: the die's centre 20 px up and left of the crop's), and a miss's
+    label box says where the die lies in the crop."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.evaluate import evaluate_cut_crops
+
+    folder = labelled_tray(tmp_path, 200, "1 0.5 0.5 0.2 0.2\n")
+    photo = folder / "images" / "a.png"
+    image = cv2.imread(str(photo))
+    image[80:120, 80:120] = 255
+    cv2.imwrite(str(photo), image)
+    centres = []
+
+    def white_centre(crop):
+        ys, xs = np.nonzero(crop[..., 0] > 200)
+        centres.append((xs.mean(), ys.mean()))
+
+    reads = [(Die("d6", "3", 3, (0, 0, 40, 40), 0.99, "ok"),)] * 2
+    misses = []
+    for offset in (0.0, 0.25):
+        evaluate_cut_crops(reader_in_turn("read_crop", reads, 80, tmp_path, check=white_centre), folder, 2.0,
+                           offset=offset, misses=misses, misses_dir=tmp_path / "out")
+    assert centres[0] == pytest.approx((39.5, 39.5), abs=1.0) and centres[1] == pytest.approx((19.5, 19.5), abs=1.0)
+    assert [m.truth_box for m in misses] == [pytest.approx((20, 20, 60, 60)), pytest.approx((0, 0, 40, 40))]
 
 
 def test_eval_sweep_goes_with_cut_crops_close_ups_and_crops(tmp_path):

@@ -74,6 +74,8 @@ def register(sub) -> None:
     p.add_argument("--crop", action="store_true", help="DIR holds one-die crops named by face value")
     p.add_argument("--cut-crops", type=float, metavar="MARGIN", help="score read --crop on dice cut from DIR's labelled "
                    "photos, each MARGIN times its box (1.0 tight, 1.8 loose)")
+    p.add_argument("--cut-offset", type=float, metavar="F", help="with --cut-crops: each crop's centre moved F (0..0.4) "
+                   "of its side right of and below its die, the die off the crop's centre (a rig's fixed region)")
     p.add_argument("--close-ups", type=float, metavar="FRAME", help="score read on close-ups of single dice made from "
                    "DIR's labelled photos: each die with FRAME times its box around it (1.2..10; 2: the die fills half "
                    "the picture), scaled to a 1500-pixel long side, as a phone held over one die sees it")
@@ -209,7 +211,7 @@ def _read(args) -> int:
 
 
 def _eval(args) -> int:
-    from pi_table.vision.evaluate import (check_close_up_frame, check_cut_margin, check_turn, evaluate,
+    from pi_table.vision.evaluate import (check_close_up_frame, check_cut_margin, check_cut_offset, check_turn, evaluate,
                                           evaluate_close_ups, evaluate_crops, evaluate_cut_crops, format_report,
                                           misses_folder)
 
@@ -240,8 +242,11 @@ def _eval(args) -> int:
         raise ValueError(f"--border must be 1..4, got {args.border}")
     if args.turn is not None:
         check_turn(args.turn)
+    if args.cut_offset is not None and args.cut_crops is None:
+        raise ValueError("--cut-offset moves the crops of --cut-crops; it needs --cut-crops")
     if args.cut_crops is not None:  # before --misses makes its folder
         check_cut_margin(args.cut_crops)
+        check_cut_offset(args.cut_offset or 0.0)
     if args.close_ups is not None:
         check_close_up_frame(args.close_ups)
     if args.misses is not None:
@@ -258,7 +263,8 @@ def _eval(args) -> int:
     elif args.cut_crops is not None:
         result = evaluate_cut_crops(reader, folder, args.cut_crops, kinds, held_out=args.held_out, limit=args.limit,
                                     die_boxes=args.boxes == "die", fixes=fixes, misses=misses,
-                                    misses_dir=None if misses is None else Path(args.misses), sweep=sweep)
+                                    misses_dir=None if misses is None else Path(args.misses), sweep=sweep,
+                                    offset=args.cut_offset or 0.0)
     elif args.close_ups is not None:
         result = evaluate_close_ups(reader, folder, args.close_ups, kinds, held_out=args.held_out, limit=args.limit,
                                     die_boxes=args.boxes == "die", fixes=fixes, misses=misses,
@@ -276,6 +282,8 @@ def _eval(args) -> int:
         result["border"] = args.border
     if args.turn is not None:
         result["turn"] = args.turn
+    if args.cut_offset is not None:
+        result["cut_offset"] = args.cut_offset
     if misses is not None:
         from pi_table.vision.evaluate import write_misses
 

@@ -550,31 +550,43 @@ def check_close_up_frame(frame: float) -> None:
         raise ValueError(f"--close-ups frame must be 1.2..10, got {frame}")
 
 
+def check_cut_offset(offset: float) -> None:
+    """ValueError naming ``offset`` unless it is a ``--cut-offset`` (0..0.4 of the crop's side)."""
+    if not 0 <= offset <= 0.4:
+        raise ValueError(f"--cut-offset must be 0..0.4, got {offset}")
+
+
 def evaluate_cut_crops(reader: DiceReader, root: Path, margin: float, kinds=None, held_out: bool = False,
                        limit: int | None = None, die_boxes: bool = True, fixes=None, misses: list | None = None,
-                       misses_dir: Path | None = None, sweep=()) -> dict:
+                       misses_dir: Path | None = None, sweep=(), offset: float = 0.0) -> dict:
     """Score ``read --crop`` on crops cut from labelled photos: each die as a square ``margin``
-    times its box's long side, at the photo's resolution (1.0 tight, 1.8 loose framing).
+    times its box's long side, at the photo's resolution (1.0 tight, 1.8 loose framing); with
+    ``offset`` (``--cut-offset``, 0..0.4), the square's centre moved that share of its side right of
+    and below the die's, the die off the crop's centre, as a rig's fixed region or a loose hand crop
+    frames it (models/history/classifier.md, "A lone die off the centre").
 
     With a ``misses`` list and ``misses_dir`` (``eval --cut-crops M --misses OUT``), each crop not
     read right is written to ``misses_dir/crops/`` (PNG) and a :class:`Miss` naming it is appended,
     its boxes in the crop's pixels (the labelled die's: centred, 1/``margin`` of the crop).
 
     Returns the same shape as :func:`evaluate` (with ``sweep``, its rows too); ValueError if ``margin``
-    is not in 0.5..4, or if ``misses`` comes without ``misses_dir``.
+    is not in 0.5..4, ``offset`` not in 0..0.4, or if ``misses`` comes without ``misses_dir``.
     """
     check_cut_margin(margin)
+    check_cut_offset(offset)
     picture_path = _miss_pictures(misses, misses_dir, "crops")
 
     def score(image: np.ndarray, name: str, die, folder: str) -> Score:
         x0, y0, x1, y1 = die.box
         size = max(8, round(max(x1 - x0, y1 - y0) * margin))
-        crop = crop_die(image, die.box, size, margin)
+        d = offset * max(x1 - x0, y1 - y0) * margin  # the crop's centre moved, in photo pixels
+        crop = crop_die(image, (x0 + d, y0 + d, x1 + d, y1 + d), size, margin)
         miss_as = None
         if misses is not None:
             f = size / (max(x1 - x0, y1 - y0, 4.0) * margin)  # crop pixels per photo pixel, as crop_die cuts
             w, h = (x1 - x0) * f, (y1 - y0) * f
-            miss_as = (picture_path(name), folder, (size / 2 - w / 2, size / 2 - h / 2, size / 2 + w / 2, size / 2 + h / 2))
+            c = size / 2 - d * f  # the die's centre in the crop
+            miss_as = (picture_path(name), folder, (c - w / 2, c - h / 2, c + w / 2, c + h / 2))
         return _score_crop(reader, crop, name, die.kind, die.face, kinds, die.cocked, misses=misses, miss_as=miss_as,
                            material=die.material)
 
