@@ -41,12 +41,15 @@ def fixed_reader(*dice, size: int = 100, models=None):
     return Fixed
 
 
-def labelled_tray(tmp_path: Path, side: int, labels: str) -> Path:
-    """A labelled folder ``tmp_path/tray`` in the YOLO layout: one grey ``side`` x ``side`` photo,
-    ``images/a.png``, and its ``labels/a.txt`` (``labels``: one die per line)."""
-    folder = tmp_path / "tray"
+def labelled_tray(tmp_path: Path, side: int, labels: str, classes: str | None = None, name: str = "tray") -> Path:
+    """A labelled folder ``tmp_path/name`` in the YOLO layout: one grey ``side`` x ``side`` photo,
+    ``images/a.png``, and its ``labels/a.txt`` (``labels``: one die per line); with ``classes``, its
+    ``classes.txt`` (``KIND:FACE`` per class, a mixed folder)."""
+    folder = tmp_path / name
     (folder / "images").mkdir(parents=True)
     (folder / "labels").mkdir()
+    if classes is not None:
+        (folder / "classes.txt").write_text(classes)
     cv2.imwrite(str(folder / "images" / "a.png"), np.full((side, side, 3), 128, np.uint8))
     (folder / "labels" / "a.txt").write_text(labels)
     return folder
@@ -1103,13 +1106,9 @@ def test_eval_with_kinds_scores_only_the_dice_of_those_kinds(tmp_path):
     from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import labelled_images, score_image
 
-    tray = tmp_path / "mixed"
-    (tray / "images").mkdir(parents=True)
-    (tray / "labels").mkdir()
-    (tray / "classes.txt").write_text("d6:2\nd8:3\nd10:7\n")
-    cv2.imwrite(str(tray / "images" / "x.jpg"), np.zeros((200, 200, 3), np.uint8))
     # the d10 "7" at 10..50, a d6 "2" at 60..100, a d8 "3" at 110..150 (YOLO: class, centre and size over 200 px)
-    (tray / "labels" / "x.txt").write_text("2 0.15 0.15 0.2 0.2\n0 0.4 0.15 0.2 0.2\n1 0.65 0.65 0.2 0.2\n")
+    tray = labelled_tray(tmp_path, 200, "2 0.15 0.15 0.2 0.2\n0 0.4 0.15 0.2 0.2\n1 0.65 0.65 0.2 0.2\n",
+                         classes="d6:2\nd8:3\nd10:7\n", name="mixed")
     d10 = Die("d10", "7", 7, (10, 10, 50, 50), 0.99, "ok")
     d8_as_d10 = Die("d10", "3", 3, (110, 110, 150, 150), 0.99, "ok")  # the d8 read as a d10
     Fake = fixed_reader(d10, d8_as_d10)
@@ -2097,12 +2096,8 @@ def test_sweep_has_rows_per_die_kind_in_a_folder_of_several(tmp_path):
     from pi_table.vision.dice import Die
     from pi_table.vision.evaluate import evaluate, format_report
 
-    folder = tmp_path / "renders"
-    (folder / "images").mkdir(parents=True)
-    (folder / "labels").mkdir()
-    (folder / "classes.txt").write_text("d6:2\nd8:7\n")
-    cv2.imwrite(str(folder / "images" / "a.png"), np.zeros((100, 100, 3), np.uint8))
-    (folder / "labels" / "a.txt").write_text("1 0.2 0.2 0.2 0.2\n0 0.8 0.8 0.2 0.2\n")
+    folder = labelled_tray(tmp_path, 100, "1 0.2 0.2 0.2 0.2\n0 0.8 0.8 0.2 0.2\n", classes="d6:2\nd8:7\n",
+                           name="renders")
     reader = fixed_reader(Die("d8", "7", 7, (10, 10, 30, 30), 0.99, "ok"), Die("d6", "2", 2, (70, 70, 90, 90), 0.95, "ok"))
     result = evaluate(reader(), folder, sweep=[0.5, 0.97])
     assert {"renders", "renders: d6", "renders: d8", "all"} <= set(result["sweep"])
