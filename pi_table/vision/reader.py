@@ -1822,10 +1822,12 @@ class DiceReader:
         boxes = self._boxes(image, self.zoom_in)
         scores: dict = {}  # each box's first read, for the d6 numeral model's join
         others: list[Die] = []  # with kinds: unsure boxes left out as other kinds, parts a die of kinds may join
-        dice = self._dice(image, boxes, kinds, False, threshold, scores=scores, others=others) if boxes else []
+        dice = (self._dice(image, boxes, kinds, False, threshold, scores=scores,
+                           others=others if self.join_parts else None) if boxes else [])
         if self.join_parts:
             dice = self._with_parts_joined(image, dice + others, kinds, threshold, scores)
-            dice = [d for d in dice if not any(d is o for o in others)]  # parts not joined stay left out
+            left_out = {id(o) for o in others}
+            dice = [d for d in dice if id(d) not in left_out]  # parts not joined stay left out
         dice = self._without_parts(dice, NEST_SIZE, NEST_INSIDE)  # second boxes on one die
         dice = self._without_parts(dice, RIM_SIZE, RIM_INSIDE, RIM_GROW)  # parts at a die's rim
         dice = self._with_d6_numerals(image, dice, kinds, False, threshold, scores)
