@@ -204,11 +204,12 @@ def create_app(service) -> Flask:
     @app.get("/join.svg")
     def join_qr():
         """The viewer's address (:func:`join_url`) as a QR code, SVG (segno): a phone's camera opens
-        the page from it, shown on another phone's /gm or viewer."""
+        the page from it, shown on another phone's /gm or viewer. Its white border is the four
+        modules the QR standard asks for (ISO/IEC 18004 quiet zone): the pages around it are dark."""
         import io
 
         out = io.BytesIO()
-        join_qr_code(join_url(request.host_url)).save(out, kind="svg", scale=6, border=2,
+        join_qr_code(join_url(request.host_url)).save(out, kind="svg", scale=6, border=4,
                                                       dark="#000000", light="#ffffff")
         return Response(out.getvalue(), mimetype="image/svg+xml", headers={"Cache-Control": "no-cache"})
 
