@@ -1263,7 +1263,7 @@ def test_card_keeps_the_last_leave_one_folder_out_table_from_the_record(tmp_path
     kept = kept_lofo(REPO_MODELS / "history" / "classifier.md")
     assert kept.startswith("Leave one folder out (a model trained on one real folder only")
     assert "| matteop65-d6-desk/Valid (trained only on nellbyler-d6-tray, renders) |" in kept
-    assert "trained again on 2026-11-26" in kept and "## " not in kept
+    assert "shipped recipe's step counts" in kept and "trained again on 2026-11-26" in kept and "## " not in kept
     (tmp_path / "classifier.md").write_text("# a card\n\n## Speed\n")
     assert kept_lofo(tmp_path / "classifier.md") == "" == kept_lofo(tmp_path / "none.md")
 

@@ -308,8 +308,8 @@ def main(argv=None) -> int:
         accuracy += ("\n\n### Leave one folder out: as last measured, not by this run\n\n"
                      "Not measured on " + date.today().isoformat() + ": the leave-one-folder-out models are not kept "
                      "with the shipped ones. To measure them again, train them with the README's commands (\"leave one "
-                     "folder out\": `python3 -m pi_table.train ... --train-folders FOLDER --det-steps 1500 --cls-steps "
-                     "2000 --ensemble 1 --out runs/lofo-...`) and run this card writer with `--lofo MODELS=DIR` for each. "
+                     "folder out\": `python3 -m pi_table.train ... --train-folders FOLDER --ensemble 1 --out "
+                     "runs/lofo-...`) and run this card writer with `--lofo MODELS=DIR` for each. "
                      "The last measurement, copied from models/history/classifier.md:\n\n" + kept)
     speed_table = "\n".join(["| threads | dice in frame | of them unsure | median ms | p90 ms | frames/s |",
                              "|---|---|---|---|---|---|"]
