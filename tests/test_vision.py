@@ -21,6 +21,13 @@ from tests.conftest import REPO, drawn_die_scene, need_shared
 DEMO = REPO / "pi_table" / "demo"
 
 
+def _demo_labels(photo: Path) -> list[tuple[str, float, float, float, float]]:
+    """A demo photo's labelled dice (``pi_table/demo/labels/``, YOLO, CLASS = face - 1): (face, cx, cy,
+    bw, bh) each, the box's centre and size as fractions of the photo."""
+    lines = (DEMO / "labels" / (photo.stem + ".txt")).read_text().split()
+    return [(str(int(lines[i]) + 1), *(float(v) for v in lines[i + 1 : i + 5])) for i in range(0, len(lines), 5)]
+
+
 def fixed_reader(*dice, size: int = 100, models=None):
     """A stand-in reader class (threshold 0.9) whose every read of a ``size`` x ``size`` image gives ``dice``."""
     from pi_table.vision.dice import Reading
@@ -313,8 +320,7 @@ def test_shipped_reader_reads_the_demo_photos(reader):
     right = total = false = 0
     for photo in sorted(DEMO.glob("*.jpg")):
         reading = reader.read(load_image(photo), name=photo.name)
-        lines = (DEMO / "labels" / (photo.stem + ".txt")).read_text().split()
-        truth = sorted(str(int(lines[i]) + 1) for i in range(0, len(lines), 5))
+        truth = sorted(face for face, *_ in _demo_labels(photo))
         faces = sorted(d.face for d in reading.dice if d.status == "ok")
         total += len(truth)
         right += sum(min(faces.count(f), truth.count(f)) for f in set(truth))
@@ -893,11 +899,9 @@ def _demo_crops(margin: float):
     for photo in sorted(DEMO.glob("*.jpg")):
         image = load_image(photo)
         h, w = image.shape[:2]
-        lines = (DEMO / "labels" / (photo.stem + ".txt")).read_text().split()
-        for i in range(0, len(lines), 5):
-            cx, cy, bw, bh = (float(v) for v in lines[i + 1 : i + 5])
+        for face, cx, cy, bw, bh in _demo_labels(photo):
             side = int(max(bw * w, bh * h) * margin)
-            yield cv2.getRectSubPix(image, (side, side), (cx * w, cy * h)), str(int(lines[i]) + 1)
+            yield cv2.getRectSubPix(image, (side, side), (cx * w, cy * h)), face
 
 
 def test_read_crop_finds_the_die_in_a_loose_crop(reader):
@@ -1010,16 +1014,14 @@ def _lone_dice_off_centre(margin: float, move: float = 0.2):
         image = load_image(photo)
         tray = np.full_like(image, np.median(image.reshape(-1, 3), axis=0).astype(np.uint8))
         h, w = image.shape[:2]
-        lines = (DEMO / "labels" / (photo.stem + ".txt")).read_text().split()
-        for i in range(0, len(lines), 5):
-            cx, cy, bw, bh = (float(v) for v in lines[i + 1 : i + 5])
+        for face, cx, cy, bw, bh in _demo_labels(photo):
             x0, y0 = max(0, int((cx - bw / 2) * w) - 2), max(0, int((cy - bh / 2) * h) - 2)
             x1, y1 = int((cx + bw / 2) * w) + 2, int((cy + bh / 2) * h) + 2
             side = int(max(x1 - x0, y1 - y0) * margin)
             canvas = cv2.resize(tray, (3 * side, 3 * side))
             px, py = int(1.5 * side - move * side) - (x1 - x0) // 2, int(1.5 * side - move * side) - (y1 - y0) // 2
             canvas[py : py + y1 - y0, px : px + x1 - x0] = image[y0:y1, x0:x1]
-            yield canvas[side : 2 * side, side : 2 * side].copy(), str(int(lines[i]) + 1)
+            yield canvas[side : 2 * side, side : 2 * side].copy(), face
 
 
 def test_read_crop_reads_a_lone_die_off_the_centre_of_a_loose_crop(reader, monkeypatch):
@@ -2290,10 +2292,8 @@ def test_a_die_filling_half_the_picture_is_found_whole(reader):
     whole = total = parts = right = 0
     for photo in sorted(DEMO.glob("*.jpg")):
         image = load_image(photo)
-        lines = (DEMO / "labels" / (photo.stem + ".txt")).read_text().split()
         h, w = image.shape[:2]
-        for i in range(0, len(lines), 5):
-            cx, cy, bw, bh = (float(v) for v in lines[i + 1 : i + 5])
+        for face, cx, cy, bw, bh in _demo_labels(photo):
             box = ((cx - bw / 2) * w, (cy - bh / 2) * h, (cx + bw / 2) * w, (cy + bh / 2) * h)
             picture, die_box = close_up(image, box, 2.0)
             assert max(picture.shape[:2]) == 1500
@@ -2301,7 +2301,7 @@ def test_a_die_filling_half_the_picture_is_found_whole(reader):
             total += 1
             found = [d for d in reading.dice if iou(d.box, die_box) >= 0.5]
             whole += bool(found)
-            right += bool(found) and found[0].status == "ok" and found[0].face == str(int(lines[i]) + 1)
+            right += bool(found) and found[0].status == "ok" and found[0].face == face
             parts += sum(1 for d in reading.dice if d not in found and iou(d.box, die_box) < 0.5
                          and d.box[0] >= die_box[0] and d.box[2] <= die_box[2] and d.box[1] >= die_box[1] and d.box[3] <= die_box[3])
     assert whole >= 0.9 * total and right >= 0.8 * total and parts <= 0.2 * total, (whole, right, parts, total)
