@@ -2972,6 +2972,45 @@ def test_unsure_parts_close_together_are_read_again_as_one_die(reader, monkeypat
     assert list(reader.read(image).dice) == pips  # reader.json's join_parts false: read as before
 
 
+def test_pips_far_apart_are_joined_only_when_read_surely(reader, monkeypatch):
+    """_with_parts_joined's wider groups: a dark d6's pips 1.5 to 3 pips apart (beyond JOIN_GAP, within
+    JOIN_GAP_SURE) are read again as one die from their union and replaced by it only when it reads surely; an
+    unsure read leaves them (unsure whole dice lying apart are not one die), and a wider group of more than
+    JOIN_MAX_PARTS members or spanning more than JOIN_SPAN of them is not read at all (models/history/detector.md,
+    "Pips far apart, taken when read surely"; renders/fresh511-dark-single: 44 -> 32 false dice)."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.reader import JOIN_GAP, JOIN_GAP_SURE, JOIN_MAX_PARTS, JOIN_SPAN
+
+    assert (JOIN_GAP, JOIN_GAP_SURE, JOIN_MAX_PARTS, JOIN_SPAN) == (1.0, 3.0, 6, 7.0)
+    image = np.zeros((600, 600, 3), np.uint8)
+    bar = reader.threshold_for("d6")
+    read = {"die": Die("d6", "4", 4, (80, 80, 200, 200), 0.999, "ok", 0.999)}
+    unions = []
+
+    def fake_dice(image, boxes, kinds, crop_mode, threshold, scores=None):
+        unions.append(tuple(boxes[0]))
+        return [read["die"]]
+
+    monkeypatch.setattr(reader, "_dice", fake_dice)
+
+    def unsure(x, y, size=20):
+        return Die("d6", "", 0, (x, y, x + size, y + size), 0.3, "unreadable", 0.3)
+
+    four = [unsure(100, 100), unsure(160, 100), unsure(100, 160), unsure(160, 160)]  # 40 px apart: 2 pips
+    assert reader._with_parts_joined(image, four, None, None) == [read["die"]]
+    assert unions == [pytest.approx((88, 88, 192, 192))]  # one read: 1.3 times the union (100..180), about its centre
+    unions.clear()
+    read["die"] = Die("d6", "", 0, (80, 80, 200, 200), bar - 0.01, "unreadable", bar - 0.01)
+    assert reader._with_parts_joined(image, four, None, None) == four and len(unions) == 1  # read unsure: left
+    unions.clear()
+    assert reader._with_parts_joined(image, [unsure(100, 100), unsure(181, 100)], None, None) == [
+        unsure(100, 100), unsure(181, 100)] and not unions  # 61 px apart: beyond 3 pips
+    seven = four + [unsure(220, 100), unsure(220, 160), unsure(280, 100)]  # more than a face's six pips
+    assert reader._with_parts_joined(image, seven, None, None) == seven and not unions
+    row = [unsure(100, 300), unsure(170, 300), unsure(240, 300)]  # 160 px, grown 208: over 7 x 20
+    assert reader._with_parts_joined(image, row, None, None) == row and not unions
+
+
 # The classifiers shipped on 2026-12-01 read this die's side numeral "10" as a sure d6 "6" beside its two unsure parts;
 # measured against that "6", the joined die was too big (JOIN_SIZE) until a sure die's own numerals stopped counting.
 def test_parts_left_out_by_kinds_are_still_joined_into_their_die(reader, monkeypatch):

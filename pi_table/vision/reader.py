@@ -178,6 +178,15 @@ JOIN_SIZE = 2.5
 # one unreadable die to roll again where there were several false ones (models/history/detector.md, "One unreadable die
 # for its parts").
 JOIN_PART = 0.6
+# Unsure dice still apart after the groups above are grouped again within JOIN_GAP_SURE times the smaller one's long
+# side, and such a wider group's union taken only when it is read surely: a dark d6's pips lie up to about 2.75 pips
+# apart (a "2" across the face's diagonal), beyond JOIN_GAP, and a wider group of unsure whole dice read as one die
+# rarely reads surely (models/history/detector.md, "Pips far apart, taken when read surely"). Not read when it has more
+# than JOIN_MAX_PARTS members (a d6 face has at most six pips) or its union's grown square is more than JOIN_SPAN times
+# its largest member across (one face's parts span about five of them: whole dice lying apart, read for nothing).
+JOIN_GAP_SURE = 3.0
+JOIN_MAX_PARTS = 6
+JOIN_SPAN = 7.0
 
 
 def models_dir() -> Path:
@@ -777,6 +786,31 @@ def _gap(a, b) -> float:
     """The gap between boxes ``a`` and ``b`` (x0, y0, x1, y1): the larger of the horizontal and vertical
     distances between their edges, 0 when they touch or overlap (pixels)."""
     return max(0.0, max(a[0], b[0]) - min(a[2], b[2]), max(a[1], b[1]) - min(a[3], b[3]))
+
+
+def _groups_within(boxes, members, gap: float) -> list[list[int]]:
+    """``members`` (indices into ``boxes``, x0, y0, x1, y1 pixels) grouped: two lie in one group when
+    a chain of members joins them, each link within ``gap`` times the smaller box's long side
+    (:func:`_gap`); a member near none is a group of one. Returns the groups as lists of indices."""
+    group = {i: i for i in members}
+
+    def root(i: int) -> int:
+        while group[i] != i:
+            i = group[i]
+        return i
+
+    for a, b in itertools.combinations(members, 2):
+        if _gap(boxes[a], boxes[b]) <= gap * min(_long_side(boxes[a]), _long_side(boxes[b])):
+            group[root(a)] = root(b)
+    groups: dict[int, list[int]] = {}
+    for i in members:
+        groups.setdefault(root(i), []).append(i)
+    return list(groups.values())
+
+
+def _union_box(boxes) -> tuple[float, float, float, float]:
+    """The smallest box (x0, y0, x1, y1 pixels) holding every one of ``boxes``."""
+    return min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)
 
 
 def _grown_square(box, factor: float, shape) -> tuple[float, float, float, float]:
@@ -1899,6 +1933,9 @@ class DiceReader:
         several false ones ("One unreadable die for its parts"). "The frame's sure dice" leave out, for a group
         read surely as a d8 or d10, a sure d6 that is that die's numeral (:func:`_numeral_as_d6`: a dark tens
         die's "10" read as a "6"), which the last step of :meth:`read` drops ("A sure numeral among unsure parts").
+        Then the unsure dice left are grouped again within :data:`JOIN_GAP_SURE` (pips far apart on a dark
+        d6), and a wider group that joins two narrow ones, has at most :data:`JOIN_MAX_PARTS` members and
+        spans at most :data:`JOIN_SPAN` of them is taken under (a) to (d), read surely only.
         Costs nothing on a frame with fewer than two unsure dice.
 
         Args:
@@ -1913,19 +1950,7 @@ class DiceReader:
         unsure = [i for i, u in enumerate(flags) if u]
         if len(unsure) < 2:
             return dice
-        group = {i: i for i in unsure}
-
-        def root(i: int) -> int:
-            while group[i] != i:
-                i = group[i]
-            return i
-
-        for a, b in itertools.combinations(unsure, 2):
-            if _gap(dice[a].box, dice[b].box) <= JOIN_GAP * min(_long_side(dice[a].box), _long_side(dice[b].box)):
-                group[root(a)] = root(b)
-        groups: dict[int, list[int]] = {}
-        for i in unsure:
-            groups.setdefault(root(i), []).append(i)
+        groups = _groups_within([d.box for d in dice], unsure, JOIN_GAP)
         detector = self.close_up_detector or self.detector
         sure_dice = [d for d, u in zip(dice, flags) if not u]
         dropped: set[int] = set()
@@ -1943,11 +1968,10 @@ class DiceReader:
             joined.append(die)
 
         unsure_reads = []  # groups whose union reads unsure: taken after the sure ones, from what those leave
-        for members in groups.values():
+        for members in groups:
             if len(members) < 2:
                 continue
-            boxes = [dice[i].box for i in members]
-            union = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+            union = _union_box([dice[i].box for i in members])
             found = self._dice(image, [_grown_square(union, JOIN_GROW, image.shape)], kinds, False, threshold,
                                scores=scores)
             if not found:
@@ -1962,6 +1986,20 @@ class DiceReader:
                 take(die, unsure)
             elif not (sure and any(_long_side(dice[i].box) >= JOIN_PART * max(sure) for i in members)):
                 unsure_reads.append((members, die))  # parts under the frame's sure dice: pips or numerals, not whole dice
+        # the unsure dice left, grouped again wider: taken only as a die read surely (JOIN_GAP_SURE)
+        left = [i for i in unsure if i not in dropped]
+        narrow = {i: g for g, members in enumerate(groups) for i in members}
+        for members in _groups_within([d.box for d in dice], left, JOIN_GAP_SURE):
+            if len(members) > JOIN_MAX_PARTS or len({narrow[i] for i in members}) < 2:
+                continue  # more than a face's pips, or one narrow group's own members (read above)
+            square = _grown_square(_union_box([dice[i].box for i in members]), JOIN_GROW, image.shape)
+            if _long_side(square) > JOIN_SPAN * max(_long_side(dice[i].box) for i in members):
+                continue  # spread wider than one die's parts: unsure whole dice lying apart
+            found = self._dice(image, [square], kinds, False, threshold, scores=scores)
+            if found and not self._unsure(found[0]):
+                sure = [_long_side(d.box) for d in sure_dice if not _numeral_as_d6(d, found[0])]
+                if not (sure and _long_side(found[0].box) > JOIN_SIZE * max(sure)):
+                    take(found[0], left)
         for members, die in unsure_reads:
             if not any(inside_share(d.box, die.box) >= PART_INSIDE for d in joined):
                 take(die, members)
