@@ -2452,12 +2452,15 @@ def test_far_looks_find_close_up_dice_the_zoomed_out_look_splits(reader, monkeyp
     around it, 1500 pixels across; valid split, seed 292: renders/fresh30, where the far looks
     were chosen, with the fonts .ci/run installs) whose die the ZOOM_OUT look alone boxes by its
     face or numerals: the reader reports those parts as dice and misses the die. With the far
-    looks it finds the die whole."""
+    looks it finds the die whole. The wider joins of unsure parts (JOIN_GAP_SURE, read surely) also find
+    these dice whole without the far looks: they are off here, so that the far looks are what is tested."""
     pytest.importorskip("PIL")  # the renderer's (train extra)
     from pi_table.train.render.scene import make_scene
     from pi_table.vision import reader as reader_module
     from pi_table.vision.evaluate import close_up
     from pi_table.vision.reader import inside_share
+
+    monkeypatch.setattr(reader_module, "JOIN_GAP_SURE", reader_module.JOIN_GAP)
 
     pictures = []
     for index, die, frame in ((1, 9, 2.0), (3, 0, 2.0), (8, 1, 3.0)):
@@ -3080,7 +3083,8 @@ def test_a_dark_die_read_as_its_unsure_numerals_is_read_whole():
 def test_a_close_up_die_the_first_look_splits_is_found_whole():
     """A rendered d6 about 75 first-look pixels across (below the 90 the zoomed-out look alone
     trusted): the first look splits it and finds no box at its place, the zoomed-out look finds it
-    whole, and it is read as one die (with the old limit it was missed)."""
+    whole, and it is read as one die (with the old limit it was missed, and without the wider joins of
+    unsure parts, JOIN_GAP_SURE, which now read its far-apart pips surely as the die)."""
     pytest.importorskip("PIL", reason="the renderer needs Pillow (optional extra `train`)")
     import pi_table.vision.reader as R
     from pi_table.train.render.scene import make_scene
@@ -3093,12 +3097,14 @@ def test_a_close_up_die_the_first_look_splits_is_found_whole():
     reader = DiceReader()
     assert not any(iou(f.box, truth) > 0.5 for f in reader.detector.detect(image))
     assert [d for d in reader.read(image).dice if iou(d.box, truth) >= 0.5]
-    old = R.UNSEEN_LARGE_DIE
+    old = R.UNSEEN_LARGE_DIE, R.JOIN_GAP_SURE
     try:
-        R.UNSEEN_LARGE_DIE = R.LARGE_DIE
+        R.UNSEEN_LARGE_DIE, R.JOIN_GAP_SURE = R.LARGE_DIE, R.JOIN_GAP
         assert not [d for d in reader.read(image).dice if iou(d.box, truth) >= 0.5]
+        R.JOIN_GAP_SURE = old[1]  # the old limit with the wider joins: its far-apart pips read as the die
+        assert [d for d in reader.read(image).dice if iou(d.box, truth) >= 0.5]
     finally:
-        R.UNSEEN_LARGE_DIE = old
+        R.UNSEEN_LARGE_DIE, R.JOIN_GAP_SURE = old
 
 
 class _CountingSession:

@@ -184,6 +184,7 @@ JOIN_PART = 0.6
 # rarely reads surely (models/history/detector.md, "Pips far apart, taken when read surely"). Not read when it has more
 # than JOIN_MAX_PARTS members (a d6 face has at most six pips) or its union's grown square is more than JOIN_SPAN times
 # its largest member across (one face's parts span about five of them: whole dice lying apart, read for nothing).
+# JOIN_GAP_SURE at JOIN_GAP or under turns the wider groups off.
 JOIN_GAP_SURE = 3.0
 JOIN_MAX_PARTS = 6
 JOIN_SPAN = 7.0
@@ -1989,7 +1990,7 @@ class DiceReader:
         # the unsure dice left, grouped again wider: taken only as a die read surely (JOIN_GAP_SURE)
         left = [i for i in unsure if i not in dropped]
         narrow = {i: g for g, members in enumerate(groups) for i in members}
-        for members in _groups_within([d.box for d in dice], left, JOIN_GAP_SURE):
+        for members in _groups_within([d.box for d in dice], left, JOIN_GAP_SURE) if JOIN_GAP_SURE > JOIN_GAP else ():
             if len(members) > JOIN_MAX_PARTS or len({narrow[i] for i in members}) < 2:
                 continue  # more than a face's pips, or one narrow group's own members (read above)
             square = _grown_square(_union_box([dice[i].box for i in members]), JOIN_GROW, image.shape)
