@@ -18,7 +18,7 @@ import numpy as np
 from pi_table.vision.dataset import (LabelledImage, is_calib_render, is_rendered, load_crops, load_yolo,
                                      with_die_boxes, with_label_fixes)
 from pi_table.vision.dice import KINDS
-from pi_table.vision.reader import DiceReader, crop_die, inside_share, iou, load_image
+from pi_table.vision.reader import DiceReader, crop_die, inside_share, iou, load_image, union_box
 
 
 @dataclass
@@ -754,8 +754,7 @@ def miss_tile(image: np.ndarray, miss: Miss) -> np.ndarray:
     import cv2
 
     boxes = [b for b in (miss.truth_box, miss.read_box) if b is not None]
-    x0, y0 = min(b[0] for b in boxes), min(b[1] for b in boxes)
-    x1, y1 = max(b[2] for b in boxes), max(b[3] for b in boxes)
+    x0, y0, x1, y1 = union_box(boxes)
     half = max(24.0, 0.9 * max(x1 - x0, y1 - y0))
     cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
     scale = TILE / (2 * half)

@@ -809,8 +809,9 @@ def _groups_within(boxes, members, gap: float) -> list[list[int]]:
     return list(groups.values())
 
 
-def _union_box(boxes) -> tuple[float, float, float, float]:
-    """The smallest box (x0, y0, x1, y1 pixels) holding every one of ``boxes``."""
+def union_box(boxes) -> tuple[float, float, float, float]:
+    """The smallest box (x0, y0, x1, y1 pixels) holding every one of ``boxes`` (one or more, each x0, y0,
+    x1, y1). Raises ValueError for no boxes."""
     return min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)
 
 
@@ -1951,7 +1952,8 @@ class DiceReader:
         unsure = [i for i, u in enumerate(flags) if u]
         if len(unsure) < 2:
             return dice
-        groups = _groups_within([d.box for d in dice], unsure, JOIN_GAP)
+        boxes = [d.box for d in dice]
+        groups = _groups_within(boxes, unsure, JOIN_GAP)
         detector = self.close_up_detector or self.detector
         sure_dice = [d for d, u in zip(dice, flags) if not u]
         dropped: set[int] = set()
@@ -1968,21 +1970,29 @@ class DiceReader:
             dropped.update(parts)
             joined.append(die)
 
+        def sure_sizes(die: Die, surely: bool) -> list[float]:
+            """Long sides of the frame's sure dice, less a sure joined ``die``'s own numerals read as pips
+            (:func:`_numeral_as_d6`)."""
+            return [_long_side(d.box) for d in sure_dice if not (surely and _numeral_as_d6(d, die))]
+
+        def too_big(die: Die, sure: list[float]) -> bool:
+            """Whether ``die`` is more than JOIN_SIZE times the largest of ``sure`` across: touching dice, not one die."""
+            return bool(sure) and _long_side(die.box) > JOIN_SIZE * max(sure)
+
         unsure_reads = []  # groups whose union reads unsure: taken after the sure ones, from what those leave
         for members in groups:
             if len(members) < 2:
                 continue
-            union = _union_box([dice[i].box for i in members])
+            union = union_box([boxes[i] for i in members])
             found = self._dice(image, [_grown_square(union, JOIN_GROW, image.shape)], kinds, False, threshold,
                                scores=scores)
             if not found:
                 continue
             die = found[0]
             surely = not self._unsure(die)
-            # the frame's sure dice, less a sure joined die's own numerals read as pips (_numeral_as_d6)
-            sure = [_long_side(d.box) for d in sure_dice if not (surely and _numeral_as_d6(d, die))]
-            if sure and _long_side(die.box) > JOIN_SIZE * max(sure):
-                continue  # far bigger than the frame's sure dice: touching dice, not one die
+            sure = sure_sizes(die, surely)
+            if too_big(die, sure):
+                continue
             if surely:
                 take(die, unsure)
             elif not (sure and any(_long_side(dice[i].box) >= JOIN_PART * max(sure) for i in members)):
@@ -1990,17 +2000,15 @@ class DiceReader:
         # the unsure dice left, grouped again wider: taken only as a die read surely (JOIN_GAP_SURE)
         left = [i for i in unsure if i not in dropped]
         narrow = {i: g for g, members in enumerate(groups) for i in members}
-        for members in _groups_within([d.box for d in dice], left, JOIN_GAP_SURE) if JOIN_GAP_SURE > JOIN_GAP else ():
+        for members in _groups_within(boxes, left, JOIN_GAP_SURE) if JOIN_GAP_SURE > JOIN_GAP else ():
             if len(members) > JOIN_MAX_PARTS or len({narrow[i] for i in members}) < 2:
                 continue  # more than a face's pips, or one narrow group's own members (read above)
-            square = _grown_square(_union_box([dice[i].box for i in members]), JOIN_GROW, image.shape)
-            if _long_side(square) > JOIN_SPAN * max(_long_side(dice[i].box) for i in members):
+            square = _grown_square(union_box([boxes[i] for i in members]), JOIN_GROW, image.shape)
+            if _long_side(square) > JOIN_SPAN * max(_long_side(boxes[i]) for i in members):
                 continue  # spread wider than one die's parts: unsure whole dice lying apart
             found = self._dice(image, [square], kinds, False, threshold, scores=scores)
-            if found and not self._unsure(found[0]):
-                sure = [_long_side(d.box) for d in sure_dice if not _numeral_as_d6(d, found[0])]
-                if not (sure and _long_side(found[0].box) > JOIN_SIZE * max(sure)):
-                    take(found[0], left)
+            if found and not self._unsure(found[0]) and not too_big(found[0], sure_sizes(found[0], True)):
+                take(found[0], left)
         for members, die in unsure_reads:
             if not any(inside_share(d.box, die.box) >= PART_INSIDE for d in joined):
                 take(die, members)
