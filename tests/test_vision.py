@@ -1416,9 +1416,14 @@ def test_an_unsure_numbered_die_is_read_again_from_the_placed_box(reader, monkey
         return list(boxes), p, np.ones(len(boxes)), p
 
     monkeypatch.setattr(reader, "_joined", still_unsure)
+    monkeypatch.setattr(reader, "recut_settled", False)  # a box left in place is cut again too
     reader._classify(None, list(first), None, None)  # still unsure: read again at each of the three passes
     assert [c[1] for c in calls] == [None] + 3 * [reader_module.NUMBERED_RECUT]
     assert calls[1][0] == calls[2][0] == calls[3][0] == [(1, 0, 11, 10), (61, 0, 71, 10)]
+    calls.clear()
+    monkeypatch.setattr(reader, "recut_settled", True)  # a box its recut left in place, read far under, settles
+    reader._classify(None, list(first), None, None)
+    assert [c[1] for c in calls] == [None, reader_module.NUMBERED_RECUT]
     calls.clear()
     monkeypatch.setattr(reader, "_joined", joined)
     monkeypatch.setattr(reader, "recut_numbered", 0)  # off
@@ -1428,6 +1433,50 @@ def test_an_unsure_numbered_die_is_read_again_from_the_placed_box(reader, monkey
     monkeypatch.setattr(reader, "recut_numbered", 1)
     reader._classify(None, list(first), None, 2)  # a crop's passes: no numbered re-read
     assert len(calls) == 1
+
+
+def test_a_numbered_die_whose_box_settled_is_not_cut_again(reader, monkeypatch):
+    """``recut_settled`` (reader.json; off as shipped): while a numbered die stays unsure, it is cut again unless its last recut moved its box
+    less than RECUT_SETTLED of its long side and left it read under RECUT_FAR; a die so settled keeps what that
+    read placed and read, a die still moving or read close under its threshold goes on
+    (models/history/numerals.md, "Settled boxes are not cut again")."""
+    from pi_table.vision import reader as reader_module
+
+    classes = reader.classes
+
+    def read(best: float) -> np.ndarray:
+        out = np.zeros(len(classes), np.float32)
+        out[classes.index("d10:3")], out[classes.index("d10:4")] = best, 1 - best
+        return out
+
+    # per die, by its x0 at the start: pixels each recut moves its 100-pixel box, and its read
+    dice = {0: (0.0, 0.6), 100: (5.0, 0.6), 200: (1.5, 0.6), 300: (0.0, 0.95)}
+    calls = []
+
+    def joined(image, boxes, kinds, refine):
+        calls.append([tuple(b) for b in boxes])
+        step, best = zip(*[dice[min(dice, key=lambda s: abs(s - b[0]))] for b in boxes])
+        moved = [(b[0] + s, b[1], b[2] + s, b[3]) if refine is not None else tuple(b) for b, s in zip(boxes, step)]
+        p = np.stack([read(q) for q in best])
+        return moved, p, np.ones(len(boxes)), p
+
+    start = [(x, 0, x + 100, 100) for x in dice]
+    assert reader.recut_settled is False  # off as shipped (models/reader.json has no such key): a speed setting
+    monkeypatch.setattr(reader, "_joined", joined)
+    monkeypatch.setattr(reader, "recut_numbered", 3)
+    monkeypatch.setattr(reader, "recut_settled", True)
+    boxes, p, _, _ = reader._classify(None, list(start), None, None)
+    assert (reader_module.RECUT_SETTLED, reader_module.RECUT_FAR) == (0.02, 0.9)
+    assert reader_module.box_moved((0, 0, 100, 100), (1.5, 0, 101.5, 100)) == 0.015
+    # the first recut reads all four; the die left in place and the one moved 1.5 pixels settle, read at 0.6;
+    # the one moved 5 pixels and the one read at 0.95 (close under d10's threshold) are cut again each time
+    assert [len(c) for c in calls] == [4, 4, 2, 2]
+    assert calls[2:] == [[(105.0, 0, 205.0, 100), (300.0, 0, 400.0, 100)], [(110.0, 0, 210.0, 100), (300.0, 0, 400.0, 100)]]
+    assert boxes == [(0, 0, 100, 100), (115.0, 0, 215.0, 100), (201.5, 0, 301.5, 100), (300, 0, 400, 100)]
+    calls.clear()
+    monkeypatch.setattr(reader, "recut_settled", False)
+    reader._classify(None, list(start), None, None)
+    assert [len(c) for c in calls] == [4, 4, 4, 4]
 
 
 @pytest.mark.parametrize("with_refine", [False, True])
@@ -1550,13 +1599,14 @@ def test_reader_json_names_a_bad_second_look(tmp_path):
         DiceReader(models_copy(tmp_path, lambda config: {**config, "second_look": 3}))
 
 
-@pytest.mark.parametrize("name", ["zoom_out", "zoom_in", "join_parts"])
+@pytest.mark.parametrize("name", ["zoom_out", "zoom_in", "join_parts", "recut_settled"])
 def test_reader_json_names_a_switch_that_is_not_true_or_false(tmp_path, name):
     """An on/off setting given as text ("no" is truthy): one line naming the file, the setting and the value."""
     with pytest.raises(ValueError) as bad:
         DiceReader(models_copy(tmp_path, lambda config: {**config, name: "no"}))
     assert str(bad.value) == f"{tmp_path / 'reader.json'}: {name} must be true or false, got 'no'"
     assert getattr(DiceReader(models_copy(tmp_path, lambda config: {**config, name: False})), name) is False
+    assert getattr(DiceReader(models_copy(tmp_path, lambda config: {**config, name: True})), name) is True
 
 
 def test_a_malformed_reader_json_is_one_line_at_the_cli(tmp_path):

@@ -93,7 +93,8 @@
    re-cut it, and the numeral model is the more sensitive to where its crop is cut
    (models/history/numerals.md, "Unsure numerals cut again"); while it stays unsure, again from the box
    that read placed, up to ``reader.json``'s ``recut_numbered`` times (3 shipped: "Unsure numerals cut
-   again, up to three times").
+   again, up to three times"); with ``recut_settled`` (off as shipped), not once a recut has left its box
+   where it was and its read far under the threshold (:data:`RECUT_SETTLED`: "Settled boxes are not cut again").
 
 5. **Cocked** (``models/cocked.onnx``, when ``reader.json`` has ``cocked``): a small CNN on
    each die's crop gives the calibrated chance that it does not lie flat; at or above
@@ -138,6 +139,14 @@ CROP_PASSES = 2
 # read 79.3% right, with 1 (two moves) 81.0%, against 76.0% without (models/history/numerals.md,
 # "Unsure numerals cut again").
 NUMBERED_RECUT = 1
+# With reader.json's ``recut_settled`` (default off: a speed setting for a slow computer), a numbered die whose
+# box its last recut moved less than RECUT_SETTLED of the box's long side, and left read under RECUT_FAR, is not
+# cut again: its next read would come from nearly the same crop, and such reads crossed a numbered threshold
+# (0.97-0.98) only from close under it. On three fresh render sets a frame of 20 numbered dice read in 0.79 of the
+# time and 9 of 7637 numbered dice fewer were read right, one more than its rule allowed
+# (models/history/numerals.md, "Settled boxes are not cut again").
+RECUT_SETTLED = 0.02
+RECUT_FAR = 0.9
 # A looser crop (the die a third of it or less: a neighbour, the tray) misleads the box head, and
 # its read can be sure and wrong. When the box head's die is under LOOSE_CROP of the crop's long
 # side, the detector looks for it too: the largest box over the crop's centre, at most
@@ -1173,6 +1182,13 @@ NUMERAL_MIN = 0.02
 D6_PIPS = "d6:pips"
 
 
+def box_moved(before, after) -> float:
+    """How far box ``after`` lies from ``before`` (each x0, y0, x1, y1 pixels): its largest corner
+    coordinate's change over ``before``'s long side (at least 1 pixel), 0.0 for the same box."""
+    side = max(before[2] - before[0], before[3] - before[1], 1.0)
+    return float(max(abs(a - b) for a, b in zip(after, before)) / side)
+
+
 def join_numerals(p_main: np.ndarray, main_classes: list[str], q: np.ndarray | None, rows, numeral_classes: list[str],
                   classes: list[str]) -> np.ndarray:
     """Join the classifier's and the numeral model's probabilities (module docstring, "Numerals").
@@ -1399,11 +1415,15 @@ class DiceReader:
         #: Whether a numbered die the numeral model sees whole is ``ok`` from :data:`BIG_NUMBERED_THRESHOLD`
         #: (``reader.json``'s ``big_numbered``, default true; :meth:`status_threshold`).
         self.big_numbered = self._switch(config_path, "big_numbered")
+        #: Whether a numbered die whose box its last recut hardly moved, read far under its threshold, is left
+        #: as read (``reader.json``'s ``recut_settled``, default false: a speed setting that failed its rule on
+        #: accuracy by one die; :data:`RECUT_SETTLED`, :meth:`_classify`).
+        self.recut_settled = self._switch(config_path, "recut_settled", default=False)
 
-    def _switch(self, config_path: Path, name: str) -> bool:
-        """``reader.json``'s on/off setting ``name`` (default on); ValueError naming the file and the
-        value when it is not true or false (``"no"`` would otherwise switch it on)."""
-        value = self.config.get(name, True)
+    def _switch(self, config_path: Path, name: str, default: bool = True) -> bool:
+        """``reader.json``'s on/off setting ``name`` (``default`` when absent: on); ValueError naming the file
+        and the value when it is not true or false (``"no"`` would otherwise switch it on)."""
+        value = self.config.get(name, default)
         if not isinstance(value, bool):
             raise ValueError(f"{config_path}: {name} must be true or false, got {value!r}")
         return value
@@ -1556,15 +1576,22 @@ class DiceReader:
         are read (:meth:`boxes_and_logits`), but a sure numbered shape whose numeral is unsure is not,
         and the numeral model is more sensitive to where its crop is cut (models/history/numerals.md,
         "Unsure numerals cut again"). Each such read is :data:`NUMBERED_RECUT` classifier passes, the
-        box moved by each, before the numerals are read."""
+        box moved by each, before the numerals are read. With :attr:`recut_settled`, a die whose box its
+        last such read moved less than :data:`RECUT_SETTLED` of its long side (:func:`box_moved`) and
+        left under :data:`RECUT_FAR` is not read again: its next read would be of nearly the same crop."""
         boxes, p, shares, p_all = self._joined(image, boxes, kinds, refine)
+        settled = np.zeros(len(boxes), bool)
         for _ in range(self.recut_numbered if refine is None and self.numerals is not None else 0):
             rows = self._unsure_numbered(p)
+            rows = rows[~settled[rows]]
             if not len(rows):
                 break
             again, p_again, shares_again, all_again = self._joined(image, [boxes[i] for i in rows], kinds, NUMBERED_RECUT)
+            _, face_shares, not_die, _ = self._best_faces(p_again)
+            far = face_shares * (1.0 - not_die) < RECUT_FAR  # read well under any numbered kind's threshold
             boxes, p, shares, p_all = list(boxes), p.copy(), shares.copy(), p_all.copy()
             for j, i in enumerate(rows):
+                settled[i] = self.recut_settled and far[j] and box_moved(boxes[i], again[j]) < RECUT_SETTLED
                 boxes[i], p[i], shares[i], p_all[i] = again[j], p_again[j], shares_again[j], all_again[j]
         return boxes, p, shares, p_all
 
