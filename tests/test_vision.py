@@ -3064,6 +3064,45 @@ def test_pips_far_apart_are_joined_only_when_read_surely(reader, monkeypatch):
     assert reader._with_parts_joined(image, row, None, None) == row and not unions
 
 
+def test_a_lone_big_unsure_die_is_read_from_around_it(reader, monkeypatch):
+    """_with_lone_dice_grown: an unsure die LONE_MIN pixels across or more (a big dark d10's lit top face) is read
+    again from the square LONE_GROW times its long side, and replaced, with its unsure parts, by the die read there
+    only when that die is read surely, at least LONE_BIGGER times as big, over it and on no sure die; smaller unsure
+    dice are not read again (models/history/detector.md, "A lone top face read from around it")."""
+    from pi_table.vision.dice import Die
+    from pi_table.vision.reader import LONE_BIGGER, LONE_GROW, LONE_MIN
+
+    assert (LONE_GROW, LONE_MIN, LONE_BIGGER) == (1.5, 80.0, 1.2)
+    image = np.zeros((800, 800, 3), np.uint8)
+    bar = reader.threshold_for("d10")
+    face = Die("d6", "", 0, (300, 300, 400, 400), 0.4, "unreadable", 0.4)  # 100 px: the top face alone
+    numeral = Die("d6", "", 0, (390, 330, 420, 360), 0.3, "unreadable", 0.3)  # a side numeral, inside the die
+    whole = Die("d10", "7", 7, (270, 280, 430, 430), 0.995, "ok", 0.995)  # 160 px, over the face
+    read = {"die": whole}
+    squares = []
+
+    def fake_dice(image, boxes, kinds, crop_mode, threshold=None, refine=None, scores=None, others=None):
+        squares.append(tuple(boxes[0]))
+        return [read["die"]]
+
+    monkeypatch.setattr(reader, "_dice", fake_dice)
+    assert reader._with_lone_dice_grown(image, [face, numeral], None, None) == [whole]
+    assert squares == [pytest.approx((275, 275, 425, 425))]  # 1.5 x 100 px about the face's centre; the numeral: too small
+    squares.clear()
+    read["die"] = Die("d10", "", 0, whole.box, bar - 0.01, "unreadable", bar - 0.01)  # read unsure: left
+    assert reader._with_lone_dice_grown(image, [face, numeral], None, None) == [face, numeral] and len(squares) == 1
+    read["die"] = Die("d6", "3", 3, (290, 290, 405, 405), 0.999, "ok", 0.999)  # the same die at its own size: left
+    assert reader._with_lone_dice_grown(image, [face], None, None) == [face]
+    read["die"] = Die("d10", "7", 7, (420, 300, 580, 460), 0.999, "ok", 0.999)  # another die beside it: left
+    assert reader._with_lone_dice_grown(image, [face], None, None) == [face]
+    sure = Die("d10", "2", 2, (265, 275, 425, 425), 0.999, "ok", 0.999)  # the die read surely already: left
+    read["die"] = whole
+    assert reader._with_lone_dice_grown(image, [sure, face], None, None) == [sure, face]
+    squares.clear()
+    small = Die("d6", "", 0, (300, 300, 379, 379), 0.4, "unreadable", 0.4)  # under 80 px: not read again
+    assert reader._with_lone_dice_grown(image, [small], None, None) == [small] and not squares
+
+
 # The classifiers shipped on 2026-12-01 read this die's side numeral "10" as a sure d6 "6" beside its two unsure parts;
 # measured against that "6", the joined die was too big (JOIN_SIZE) until a sure die's own numerals stopped counting.
 def test_parts_left_out_by_kinds_are_still_joined_into_their_die(reader, monkeypatch):

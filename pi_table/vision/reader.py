@@ -197,6 +197,16 @@ JOIN_PART = 0.6
 JOIN_GAP_SURE = 3.0
 JOIN_MAX_PARTS = 6
 JOIN_SPAN = 7.0
+# An unsure die left after the joins, LONE_MIN pixels across or more, is read again from the square LONE_GROW times its
+# long side about its centre: a big dark die on dark ground is often boxed by its lit top face alone, and a crop around
+# that face shows no outline to tell a d10 from a d6. The die read there replaces it only when read surely, at least
+# LONE_BIGGER times its size across, lying over it (PART_INSIDE) and on no sure die: a die read again from a looser
+# crop at its own size came out sure and wrong (close-ups of d6) (models/history/detector.md, "A lone top face read
+# from around it"). LONE_GROW 0 turns it off.
+LONE_GROW = 1.5
+LONE_MIN = 80.0
+LONE_BIGGER = 1.2
+LONE_OVERLAP = 0.3
 
 
 def models_dir() -> Path:
@@ -1889,6 +1899,7 @@ class DiceReader:
                            others=others if self.join_parts else None) if boxes else [])
         if self.join_parts:
             dice = self._with_parts_joined(image, dice + others, kinds, threshold, scores)
+            dice = self._with_lone_dice_grown(image, dice, kinds, threshold, scores)
             left_out = {id(o) for o in others}
             dice = [d for d in dice if id(d) not in left_out]  # parts not joined stay left out
         dice = self._without_parts(dice, NEST_SIZE, NEST_INSIDE)  # second boxes on one die
@@ -2042,6 +2053,43 @@ class DiceReader:
         if not joined:
             return dice
         return [d for i, d in enumerate(dice) if i not in dropped] + joined
+
+    def _with_lone_dice_grown(self, image: np.ndarray, dice: list[Die], kinds, threshold: float | None,
+                              scores: dict | None = None) -> list[Die]:
+        """``dice`` (read from ``image``, HxWx3 uint8 BGR) with each unsure die at least :data:`LONE_MIN` pixels
+        across replaced by the die read from the square :data:`LONE_GROW` times its long side about its centre
+        (:meth:`_dice`, as every box is read), when that die is read surely, is at least :data:`LONE_BIGGER`
+        times as big across, holds the unsure die at least :data:`PART_INSIDE` inside its box, is no more than
+        :data:`JOIN_SIZE` times the frame's largest sure die across and lies on no sure die (IoU over
+        :data:`LONE_OVERLAP`, or a sure die over half inside it); the unsure dice lying over half inside it
+        go with the one it replaces (its other parts). A big dark die boxed by its lit top face alone is read
+        whole (models/history/detector.md, "A lone top face read from around it"). ``kinds``, ``threshold``,
+        ``scores``: as :meth:`read`'s. Costs nothing on a frame whose unsure dice are all smaller."""
+        if LONE_GROW <= 0:
+            return dice
+        sure = [d for d in dice if not self._unsure(d)]
+        largest = max((_long_side(d.box) for d in sure), default=None)
+        dropped: set[int] = set()
+        grown = []
+        for i, d in enumerate(dice):
+            if i in dropped or not self._unsure(d) or _long_side(d.box) < LONE_MIN:
+                continue
+            found = self._dice(image, [_grown_square(d.box, LONE_GROW, image.shape)], kinds, False, threshold,
+                               scores=scores)
+            if not found or self._unsure(found[0]):
+                continue
+            die = found[0]
+            if _long_side(die.box) < LONE_BIGGER * _long_side(d.box) or inside_share(d.box, die.box) < PART_INSIDE:
+                continue  # the same die read again from a looser crop, or another die
+            if largest is not None and _long_side(die.box) > JOIN_SIZE * largest:
+                continue
+            if any(iou(die.box, e.box) > LONE_OVERLAP or inside_share(e.box, die.box) >= PART_INSIDE for e in sure + grown):
+                continue  # a die read surely already
+            dropped.update(j for j, e in enumerate(dice) if j == i or (self._unsure(e) and inside_share(e.box, die.box) >= PART_INSIDE))
+            grown.append(die)
+        if not grown:
+            return dice
+        return [d for j, d in enumerate(dice) if j not in dropped] + grown
 
     def _boxes(self, image: np.ndarray, zoom_in: bool) -> list:
         """The boxes (x0, y0, x1, y1, pixels) of the dice :meth:`read` reads in ``image`` (HxWx3
