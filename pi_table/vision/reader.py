@@ -142,7 +142,7 @@ NUMBERED_RECUT = 1
 # With reader.json's ``recut_settled`` (default off: a speed setting for a slow computer), a numbered die whose
 # box its last recut moved less than RECUT_SETTLED of the box's long side, and left read under RECUT_FAR, is not
 # cut again: its next read would come from nearly the same crop, and such reads crossed a numbered threshold
-# (0.97-0.98) only from close under it. On three fresh render sets a frame of 20 numbered dice read in 0.79 of the
+# (0.97-0.98) only from close under it. On three fresh render sets a frame of 20 numbered dice read in 0.77 of the
 # time and 9 of 7637 numbered dice fewer were read right, one more than its rule allowed
 # (models/history/numerals.md, "Settled boxes are not cut again").
 RECUT_SETTLED = 0.02
@@ -2083,9 +2083,11 @@ class DiceReader:
                 continue  # the same die read again from a looser crop, or another die
             if largest is not None and _long_side(die.box) > JOIN_SIZE * largest:
                 continue
-            if any(iou(die.box, e.box) > LONE_OVERLAP or inside_share(e.box, die.box) >= PART_INSIDE for e in sure + grown):
+            if any(iou(die.box, e.box) > LONE_OVERLAP or inside_share(e.box, die.box) >= PART_INSIDE
+                   for e in sure + grown):
                 continue  # a die read surely already
-            dropped.update(j for j, e in enumerate(dice) if j == i or (self._unsure(e) and inside_share(e.box, die.box) >= PART_INSIDE))
+            dropped.update(j for j, e in enumerate(dice)
+                           if j == i or (self._unsure(e) and inside_share(e.box, die.box) >= PART_INSIDE))
             grown.append(die)
         if not grown:
             return dice
