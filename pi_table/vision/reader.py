@@ -828,6 +828,13 @@ def _groups_within(boxes, members, gap: float) -> list[list[int]]:
     return list(groups.values())
 
 
+def _too_big(box, sure_sizes: list[float]) -> bool:
+    """Whether ``box`` (x0, y0, x1, y1 pixels) is more than :data:`JOIN_SIZE` times the largest of ``sure_sizes``
+    (the long sides of a frame's sure dice, pixels) across: touching dice read as one, not one die. False
+    without sure dice."""
+    return bool(sure_sizes) and _long_side(box) > JOIN_SIZE * max(sure_sizes)
+
+
 def union_box(boxes) -> tuple[float, float, float, float]:
     """The smallest box (x0, y0, x1, y1 pixels) holding every one of ``boxes`` (one or more, each x0, y0,
     x1, y1). Raises ValueError for no boxes."""
@@ -1597,11 +1604,12 @@ class DiceReader:
             if not len(rows):
                 break
             again, p_again, shares_again, all_again = self._joined(image, [boxes[i] for i in rows], kinds, NUMBERED_RECUT)
-            _, face_shares, not_die, _ = self._best_faces(p_again)
-            far = face_shares * (1.0 - not_die) < RECUT_FAR  # read well under any numbered kind's threshold
+            if self.recut_settled:
+                _, face_shares, not_die, _ = self._best_faces(p_again)
+                far = face_shares * (1.0 - not_die) < RECUT_FAR  # read well under any numbered kind's threshold
+                settled[rows] = far & np.array([box_moved(boxes[i], again[j]) < RECUT_SETTLED for j, i in enumerate(rows)])
             boxes, p, shares, p_all = list(boxes), p.copy(), shares.copy(), p_all.copy()
             for j, i in enumerate(rows):
-                settled[i] = self.recut_settled and far[j] and box_moved(boxes[i], again[j]) < RECUT_SETTLED
                 boxes[i], p[i], shares[i], p_all[i] = again[j], p_again[j], shares_again[j], all_again[j]
         return boxes, p, shares, p_all
 
@@ -2013,10 +2021,6 @@ class DiceReader:
             (:func:`_numeral_as_d6`)."""
             return [_long_side(d.box) for d in sure_dice if not (surely and _numeral_as_d6(d, die))]
 
-        def too_big(die: Die, sure: list[float]) -> bool:
-            """Whether ``die`` is more than JOIN_SIZE times the largest of ``sure`` across: touching dice, not one die."""
-            return bool(sure) and _long_side(die.box) > JOIN_SIZE * max(sure)
-
         unsure_reads = []  # groups whose union reads unsure: taken after the sure ones, from what those leave
         for members in groups:
             if len(members) < 2:
@@ -2029,7 +2033,7 @@ class DiceReader:
             die = found[0]
             surely = not self._unsure(die)
             sure = sure_sizes(die, surely)
-            if too_big(die, sure):
+            if _too_big(die.box, sure):
                 continue
             if surely:
                 take(die, unsure)
@@ -2045,7 +2049,7 @@ class DiceReader:
             if _long_side(square) > JOIN_SPAN * max(_long_side(boxes[i]) for i in members):
                 continue  # spread wider than one die's parts: unsure whole dice lying apart
             found = self._dice(image, [square], kinds, False, threshold, scores=scores)
-            if found and not self._unsure(found[0]) and not too_big(found[0], sure_sizes(found[0], True)):
+            if found and not self._unsure(found[0]) and not _too_big(found[0].box, sure_sizes(found[0], True)):
                 take(found[0], left)
         for members, die in unsure_reads:
             if not any(inside_share(d.box, die.box) >= PART_INSIDE for d in joined):
@@ -2067,12 +2071,13 @@ class DiceReader:
         ``scores``: as :meth:`read`'s. Costs nothing on a frame whose unsure dice are all smaller."""
         if LONE_GROW <= 0:
             return dice
-        sure = [d for d in dice if not self._unsure(d)]
-        largest = max((_long_side(d.box) for d in sure), default=None)
+        flags = [self._unsure(d) for d in dice]
+        sure = [d for d, u in zip(dice, flags) if not u]
+        sizes = [_long_side(d.box) for d in sure]
         dropped: set[int] = set()
         grown = []
         for i, d in enumerate(dice):
-            if i in dropped or not self._unsure(d) or _long_side(d.box) < LONE_MIN:
+            if i in dropped or not flags[i] or _long_side(d.box) < LONE_MIN:
                 continue
             found = self._dice(image, [_grown_square(d.box, LONE_GROW, image.shape)], kinds, False, threshold,
                                scores=scores)
@@ -2081,13 +2086,13 @@ class DiceReader:
             die = found[0]
             if _long_side(die.box) < LONE_BIGGER * _long_side(d.box) or inside_share(d.box, die.box) < PART_INSIDE:
                 continue  # the same die read again from a looser crop, or another die
-            if largest is not None and _long_side(die.box) > JOIN_SIZE * largest:
+            if _too_big(die.box, sizes):
                 continue
             if any(iou(die.box, e.box) > LONE_OVERLAP or inside_share(e.box, die.box) >= PART_INSIDE
                    for e in sure + grown):
                 continue  # a die read surely already
             dropped.update(j for j, e in enumerate(dice)
-                           if j == i or (self._unsure(e) and inside_share(e.box, die.box) >= PART_INSIDE))
+                           if j == i or (flags[j] and inside_share(e.box, die.box) >= PART_INSIDE))
             grown.append(die)
         if not grown:
             return dice
