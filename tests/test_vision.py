@@ -3103,6 +3103,42 @@ def test_a_lone_big_unsure_die_is_read_from_around_it(reader, monkeypatch):
     assert reader._with_lone_dice_grown(image, [small], None, None) == [small] and not squares
 
 
+def test_a_sure_six_among_unsure_parts_joins_their_numbered_die(reader, monkeypatch):
+    """_with_parts_joined: a dark tens die seen only as its numerals, two read unsure and one ("60") read surely as a
+    d6 six, is read from around all three and replaces them when read surely as a numbered die; read as a d6, or
+    unsure, the parts stay (touching sure d6 are never joined into one die). With JOIN_SURE_D6 off the sure six is
+    no part (models/history/detector.md, "A sure six among a dark die's numerals")."""
+    import pi_table.vision.reader as reader_module
+    from pi_table.vision.dice import Die
+
+    image = np.zeros((600, 600, 3), np.uint8)
+    bar = reader.threshold_for("d10-tens")
+    parts = [Die("d6", "", 0, (250, 250, 280, 280), 0.3, "unreadable", 0.3),
+             Die("d6", "", 0, (250, 330, 280, 360), 0.4, "unreadable", 0.4)]
+    six = Die("d6", "6", 6, (290, 290, 320, 320), 0.99, "ok", 0.99)
+    whole = Die("d10-tens", "60", 60, (220, 220, 380, 380), 0.995, "ok", 0.995)
+    read = {"die": whole}
+    squares = []
+
+    def fake_dice(image, boxes, kinds, crop_mode, threshold=None, refine=None, scores=None, others=None):
+        squares.append(tuple(boxes[0]))
+        return [read["die"]]
+
+    monkeypatch.setattr(reader, "_dice", fake_dice)
+    monkeypatch.setattr(reader_module, "JOIN_GAP_SURE", 0.0)  # the wider grouping aside: the two parts lie 1.7 apart
+    assert reader_module.JOIN_SURE_D6 is True
+    assert reader._with_parts_joined(image, parts + [six], None, None) == [whole]
+    assert len(squares) == 1  # the unsure pair alone lies too far apart to group; the six links them
+    read["die"] = Die("d6", "5", 5, whole.box, 0.999, "ok", 0.999)  # read surely as a d6: no die's numerals
+    assert reader._with_parts_joined(image, parts + [six], None, None) == parts + [six]
+    read["die"] = Die("d10-tens", "", 0, whole.box, bar - 0.01, "unreadable", bar - 0.01)  # read unsure
+    assert reader._with_parts_joined(image, parts + [six], None, None) == parts + [six]
+    read["die"] = whole
+    monkeypatch.setattr(reader_module, "JOIN_SURE_D6", False)
+    squares.clear()
+    assert reader._with_parts_joined(image, parts + [six], None, None) == parts + [six] and not squares
+
+
 # The classifiers shipped on 2026-12-01 read this die's side numeral "10" as a sure d6 "6" beside its two unsure parts;
 # measured against that "6", the joined die was too big (JOIN_SIZE) until a sure die's own numerals stopped counting.
 def test_parts_left_out_by_kinds_are_still_joined_into_their_die(reader, monkeypatch):

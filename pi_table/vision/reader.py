@@ -197,6 +197,11 @@ JOIN_PART = 0.6
 JOIN_GAP_SURE = 3.0
 JOIN_MAX_PARTS = 6
 JOIN_SPAN = 7.0
+# Then the unsure dice left and the sure d6 are grouped within JOIN_GAP, and a group holding both is taken only as a
+# d8, d10 or d10-tens read surely: a dark numbered die seen only as its numerals often has one of them ("00", "60")
+# read surely as a six, a false die at `ok`, and the die itself lost; a die read as a d6 never takes a sure d6
+# (models/history/detector.md, "A sure six among a dark die's numerals"). False turns it off.
+JOIN_SURE_D6 = True
 # An unsure die left after the joins, LONE_MIN pixels across or more, is read again from the square LONE_GROW times its
 # long side about its centre: a big dark die on dark ground is often boxed by its lit top face alone, and a crop around
 # that face shows no outline to tell a d10 from a d6. The die read there replaces it only when read surely, at least
@@ -1983,7 +1988,10 @@ class DiceReader:
         die's "10" read as a "6"), which the last step of :meth:`read` drops ("A sure numeral among unsure parts").
         Then the unsure dice left are grouped again within :data:`JOIN_GAP_SURE` (pips far apart on a dark
         d6), and a wider group that joins two narrow ones, has at most :data:`JOIN_MAX_PARTS` members and
-        spans at most :data:`JOIN_SPAN` of them is taken under (a) to (d), read surely only.
+        spans at most :data:`JOIN_SPAN` of them is taken under (a) to (d), read surely only. Then (with
+        :data:`JOIN_SURE_D6`) the unsure dice left and the sure d6 are grouped within :data:`JOIN_GAP`, and a group
+        holding both is taken under (b) to (d) only when read surely as a d8, d10 or d10-tens: a dark numbered die's
+        numeral read surely as a six is one of its parts ("A sure six among a dark die's numerals").
         Costs nothing on a frame with fewer than two unsure dice.
 
         Args:
@@ -2051,6 +2059,17 @@ class DiceReader:
             found = self._dice(image, [square], kinds, False, threshold, scores=scores)
             if found and not self._unsure(found[0]) and not _too_big(found[0].box, sure_sizes(found[0], True)):
                 take(found[0], left)
+        # the sure d6 beside the unsure dice left: a dark numbered die's numerals ("00", "60") read surely as sixes
+        left = [i for i in unsure if i not in dropped]
+        sixes = [i for i, d in enumerate(dice) if not flags[i] and d.kind == "d6"] if JOIN_SURE_D6 else []
+        for members in _groups_within(boxes, left + sixes, JOIN_GAP) if left and sixes else ():
+            if not (set(members) & set(left)) or not (set(members) & set(sixes)):
+                continue
+            square = _grown_square(union_box([boxes[i] for i in members]), JOIN_GROW, image.shape)
+            found = self._dice(image, [square], kinds, False, threshold, scores=scores)
+            if (found and found[0].kind != "d6" and not self._unsure(found[0])
+                    and not _too_big(found[0].box, sure_sizes(found[0], True))):
+                take(found[0], members)
         for members, die in unsure_reads:
             if not any(inside_share(d.box, die.box) >= PART_INSIDE for d in joined):
                 take(die, members)
