@@ -3064,6 +3064,19 @@ def test_pips_far_apart_are_joined_only_when_read_surely(reader, monkeypatch):
     assert reader._with_parts_joined(image, row, None, None) == row and not unions
 
 
+def _one_die_per_read(reader, monkeypatch, read: dict) -> list:
+    """Make ``reader._dice`` give ``read["die"]`` for every square it is asked to read; returns the list the squares
+    read (x0, y0, x1, y1 pixels) are appended to."""
+    squares = []
+
+    def fake_dice(image, boxes, kinds, crop_mode, threshold=None, refine=None, scores=None, others=None):
+        squares.append(tuple(boxes[0]))
+        return [read["die"]]
+
+    monkeypatch.setattr(reader, "_dice", fake_dice)
+    return squares
+
+
 def test_a_lone_big_unsure_die_is_read_from_around_it(reader, monkeypatch):
     """_with_lone_dice_grown: an unsure die LONE_MIN pixels across or more (a big dark d10's lit top face) is read
     again from the square LONE_GROW times its long side, and replaced, with its unsure parts, by the die read there
@@ -3079,13 +3092,7 @@ def test_a_lone_big_unsure_die_is_read_from_around_it(reader, monkeypatch):
     numeral = Die("d6", "", 0, (390, 330, 420, 360), 0.3, "unreadable", 0.3)  # a side numeral, inside the die
     whole = Die("d10", "7", 7, (270, 280, 430, 430), 0.995, "ok", 0.995)  # 160 px, over the face
     read = {"die": whole}
-    squares = []
-
-    def fake_dice(image, boxes, kinds, crop_mode, threshold=None, refine=None, scores=None, others=None):
-        squares.append(tuple(boxes[0]))
-        return [read["die"]]
-
-    monkeypatch.setattr(reader, "_dice", fake_dice)
+    squares = _one_die_per_read(reader, monkeypatch, read)
     assert reader._with_lone_dice_grown(image, [face, numeral], None, None) == [whole]
     assert squares == [pytest.approx((275, 275, 425, 425))]  # 1.5 x 100 px about the face's centre; the numeral: too small
     squares.clear()
@@ -3118,13 +3125,7 @@ def test_a_sure_six_among_unsure_parts_joins_their_numbered_die(reader, monkeypa
     six = Die("d6", "6", 6, (290, 290, 320, 320), 0.99, "ok", 0.99)
     whole = Die("d10-tens", "60", 60, (220, 220, 380, 380), 0.995, "ok", 0.995)
     read = {"die": whole}
-    squares = []
-
-    def fake_dice(image, boxes, kinds, crop_mode, threshold=None, refine=None, scores=None, others=None):
-        squares.append(tuple(boxes[0]))
-        return [read["die"]]
-
-    monkeypatch.setattr(reader, "_dice", fake_dice)
+    squares = _one_die_per_read(reader, monkeypatch, read)
     monkeypatch.setattr(reader_module, "JOIN_GAP_SURE", 0.0)  # the wider grouping aside: the two parts lie 1.7 apart
     assert reader_module.JOIN_SURE_D6 is True
     assert reader._with_parts_joined(image, parts + [six], None, None) == [whole]
