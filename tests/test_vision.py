@@ -3083,9 +3083,9 @@ def test_a_lone_big_unsure_die_is_read_from_around_it(reader, monkeypatch):
     only when that die is read surely, at least LONE_BIGGER times as big, over it and on no sure die; smaller unsure
     dice are not read again (models/history/detector.md, "A lone top face read from around it")."""
     from pi_table.vision.dice import Die
-    from pi_table.vision.reader import LONE_BIGGER, LONE_GROW, LONE_MIN
+    from pi_table.vision.reader import LONE_BIGGER, LONE_GROW, LONE_MIN, LONE_MIN_D6
 
-    assert (LONE_GROW, LONE_MIN, LONE_BIGGER) == (1.5, 80.0, 1.2)
+    assert (LONE_GROW, LONE_MIN, LONE_MIN_D6, LONE_BIGGER) == (1.5, 80.0, 60.0, 1.2)
     image = np.zeros((800, 800, 3), np.uint8)
     bar = reader.threshold_for("d10")
     face = Die("d6", "", 0, (300, 300, 400, 400), 0.4, "unreadable", 0.4)  # 100 px: the top face alone
@@ -3106,8 +3106,14 @@ def test_a_lone_big_unsure_die_is_read_from_around_it(reader, monkeypatch):
     read["die"] = whole
     assert reader._with_lone_dice_grown(image, [sure, face], None, None) == [sure, face]
     squares.clear()
-    small = Die("d6", "", 0, (300, 300, 379, 379), 0.4, "unreadable", 0.4)  # under 80 px: not read again
+    small = Die("d10", "", 0, (300, 300, 379, 379), 0.4, "unreadable", 0.4)  # read as a d10, under 80 px: not read again
     assert reader._with_lone_dice_grown(image, [small], None, None) == [small] and not squares
+    small = Die("d6", "", 0, (300, 300, 359, 359), 0.4, "unreadable", 0.4)  # read as a d6, under 60 px: not read again
+    assert reader._with_lone_dice_grown(image, [small], None, None) == [small] and not squares
+    mid = Die("d6", "", 0, (300, 300, 370, 370), 0.4, "unreadable", 0.4)  # read as a d6, 70 px: read again
+    read["die"] = Die("d10", "7", 7, (280, 280, 390, 390), 0.995, "ok", 0.995)
+    assert reader._with_lone_dice_grown(image, [mid], None, None) == [read["die"]]
+    assert squares == [pytest.approx((282.5, 282.5, 387.5, 387.5))]
 
 
 def test_a_sure_six_among_unsure_parts_joins_their_numbered_die(reader, monkeypatch):

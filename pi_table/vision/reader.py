@@ -202,9 +202,9 @@ JOIN_SPAN = 7.0
 # read surely as a six, a false die at `ok`, and the die itself lost; a die read as a d6 never takes a sure d6
 # (models/history/detector.md, "A sure six among a dark die's numerals"). False turns it off.
 JOIN_SURE_D6 = True
-# An unsure die left after the joins, LONE_MIN pixels across or more, is read again from the square LONE_GROW times its
-# long side about its centre: a big dark die on dark ground is often boxed by its lit top face alone, and a crop around
-# that face shows no outline to tell a d10 from a d6. The die read there replaces it only when read surely, at least
+# An unsure die left after the joins, LONE_MIN pixels across or more (LONE_MIN_D6 when it reads as a d6), is read again
+# from the square LONE_GROW times its long side about its centre: a big dark die on dark ground is often boxed by its lit
+# top face alone, and a crop around that face shows no outline to tell a d10 from a d6 (it mostly reads as one). The die read there replaces it only when read surely, at least
 # LONE_BIGGER times its size across, lying over it (PART_INSIDE) and on no sure die: a die read again from a looser
 # crop at its own size came out sure and wrong (close-ups of d6) (models/history/detector.md, "A lone top face read
 # from around it"). LONE_GROW 0 turns it off.
@@ -212,6 +212,10 @@ LONE_GROW = 1.5
 LONE_MIN = 80.0
 LONE_BIGGER = 1.2
 LONE_OVERLAP = 0.3
+# A die read as a d6 from 60 px: close-ups of a few dark dice box a top face at 60-80 px; a tray's unsure numbered dice
+# (50-75 px on the bench's frame) stay out, each such grown read costing a numbered read and its recuts
+# (models/history/detector.md, "A lone top face read from around it", rule lone60).
+LONE_MIN_D6 = 60.0
 
 
 def models_dir() -> Path:
@@ -2080,7 +2084,7 @@ class DiceReader:
     def _with_lone_dice_grown(self, image: np.ndarray, dice: list[Die], kinds, threshold: float | None,
                               scores: dict | None = None) -> list[Die]:
         """``dice`` (read from ``image``, HxWx3 uint8 BGR) with each unsure die at least :data:`LONE_MIN` pixels
-        across replaced by the die read from the square :data:`LONE_GROW` times its long side about its centre
+        across (:data:`LONE_MIN_D6` when read as a d6) replaced by the die read from the square :data:`LONE_GROW` times its long side about its centre
         (:meth:`_dice`, as every box is read), when that die is read surely, is at least :data:`LONE_BIGGER`
         times as big across, holds the unsure die at least :data:`PART_INSIDE` inside its box, is no more than
         :data:`JOIN_SIZE` times the frame's largest sure die across and lies on no sure die (IoU over
@@ -2096,7 +2100,7 @@ class DiceReader:
         dropped: set[int] = set()
         grown = []
         for i, d in enumerate(dice):
-            if i in dropped or not flags[i] or _long_side(d.box) < LONE_MIN:
+            if i in dropped or not flags[i] or _long_side(d.box) < (LONE_MIN_D6 if d.kind == "d6" else LONE_MIN):
                 continue
             found = self._dice(image, [_grown_square(d.box, LONE_GROW, image.shape)], kinds, False, threshold,
                                scores=scores)
