@@ -204,10 +204,10 @@ JOIN_SPAN = 7.0
 JOIN_SURE_D6 = True
 # An unsure die left after the joins, LONE_MIN pixels across or more (LONE_MIN_D6 when it reads as a d6), is read again
 # from the square LONE_GROW times its long side about its centre: a big dark die on dark ground is often boxed by its lit
-# top face alone, and a crop around that face shows no outline to tell a d10 from a d6 (it mostly reads as one). The die read there replaces it only when read surely, at least
-# LONE_BIGGER times its size across, lying over it (PART_INSIDE) and on no sure die: a die read again from a looser
-# crop at its own size came out sure and wrong (close-ups of d6) (models/history/detector.md, "A lone top face read
-# from around it"). LONE_GROW 0 turns it off.
+# top face alone, and a crop around that face shows no outline to tell a d10 from a d6 (it mostly reads as one). The
+# die read there replaces it only when read surely, at least LONE_BIGGER times its size across, lying over it
+# (PART_INSIDE) and on no sure die: a die read again from a looser crop at its own size came out sure and wrong
+# (close-ups of d6) (models/history/detector.md, "A lone top face read from around it"). LONE_GROW 0 turns it off.
 LONE_GROW = 1.5
 LONE_MIN = 80.0
 LONE_BIGGER = 1.2
@@ -2084,8 +2084,8 @@ class DiceReader:
     def _with_lone_dice_grown(self, image: np.ndarray, dice: list[Die], kinds, threshold: float | None,
                               scores: dict | None = None) -> list[Die]:
         """``dice`` (read from ``image``, HxWx3 uint8 BGR) with each unsure die at least :data:`LONE_MIN` pixels
-        across (:data:`LONE_MIN_D6` when read as a d6) replaced by the die read from the square :data:`LONE_GROW` times its long side about its centre
-        (:meth:`_dice`, as every box is read), when that die is read surely, is at least :data:`LONE_BIGGER`
+        across (:data:`LONE_MIN_D6` when read as a d6) replaced by the die read from the square :data:`LONE_GROW`
+        times its long side about its centre (:meth:`_dice`, as every box is read), when that die is read surely, is at least :data:`LONE_BIGGER`
         times as big across, holds the unsure die at least :data:`PART_INSIDE` inside its box, is no more than
         :data:`JOIN_SIZE` times the frame's largest sure die across and lies on no sure die (IoU over
         :data:`LONE_OVERLAP`, or a sure die over half inside it); the unsure dice lying over half inside it
