@@ -3146,6 +3146,25 @@ def test_a_sure_six_among_unsure_parts_joins_their_numbered_die(reader, monkeypa
     assert reader._with_parts_joined(image, parts + [six], None, None) == parts + [six] and not squares
 
 
+def test_one_unsure_part_beside_a_sure_six_is_joined_too(reader, monkeypatch):
+    """_with_parts_joined: a dark numbered die seen as one unsure numeral and a numeral read surely as a six is read
+    from around the two and replaces them (rule sixjoin1b); before, a frame with one unsure die was not looked at. A
+    frame with no unsure die is never read again (models/history/detector.md, "A sure six among a dark die's
+    numerals")."""
+    from pi_table.vision.dice import Die
+
+    image = np.zeros((600, 600, 3), np.uint8)
+    part = Die("d10", "", 0, (250, 250, 280, 280), 0.4, "unreadable", 0.4)
+    six = Die("d6", "6", 6, (290, 290, 320, 320), 0.99, "ok", 0.99)
+    whole = Die("d10", "6", 6, (220, 220, 380, 380), 0.995, "ok", 0.995)
+    squares = _one_die_per_read(reader, monkeypatch, {"die": whole})
+    assert reader._with_parts_joined(image, [part, six], None, None) == [whole]
+    assert len(squares) == 1
+    squares.clear()
+    other = Die("d6", "2", 2, (100, 100, 130, 130), 0.99, "ok", 0.99)
+    assert reader._with_parts_joined(image, [other, six], None, None) == [other, six] and not squares
+
+
 # The classifiers shipped on 2026-12-01 read this die's side numeral "10" as a sure d6 "6" beside its two unsure parts;
 # measured against that "6", the joined die was too big (JOIN_SIZE) until a sure die's own numerals stopped counting.
 def test_parts_left_out_by_kinds_are_still_joined_into_their_die(reader, monkeypatch):

@@ -1995,8 +1995,8 @@ class DiceReader:
         spans at most :data:`JOIN_SPAN` of them is taken under (a) to (d), read surely only. Then (with
         :data:`JOIN_SURE_D6`) the unsure dice left and the sure d6 are grouped within :data:`JOIN_GAP`, and a group
         holding both is taken under (b) to (d) only when read surely as a d8, d10 or d10-tens: a dark numbered die's
-        numeral read surely as a six is one of its parts ("A sure six among a dark die's numerals").
-        Costs nothing on a frame with fewer than two unsure dice.
+        numeral read surely as a six is one of its parts ("A sure six among a dark die's numerals"; from one unsure
+        die, rule sixjoin1b). Costs nothing on a frame with no unsure die.
 
         Args:
             dice: :meth:`_dice`'s dice of ``image``.
@@ -2008,8 +2008,8 @@ class DiceReader:
         """
         flags = [self._unsure(d) for d in dice]
         unsure = [i for i, u in enumerate(flags) if u]
-        if len(unsure) < 2:
-            return dice
+        if not unsure:
+            return dice  # one unsure die may be a numbered die's numeral beside its others read as sure sixes
         boxes = [d.box for d in dice]
         groups = _groups_within(boxes, unsure, JOIN_GAP)
         detector = self.close_up_detector or self.detector
