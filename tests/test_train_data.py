@@ -1254,6 +1254,28 @@ def test_card_reads_the_held_out_photos_turned_each_way(monkeypatch):
     assert cmds == [f"pi-table eval ../shared/data/real --held-out --turn {d}" for d in (90, 180, 270)]
 
 
+def test_card_reads_the_held_out_photos_in_other_cameras_colours(monkeypatch):
+    """The card writer's colour rows: the held-out photos read grey, pale, warm and cool (``eval --colour``), a row per
+    data folder and colour, and each colour's command for the card's list."""
+    from pi_table.train.card import coloured_rows
+    from pi_table.vision import evaluate as ev
+
+    calls = []
+    score = {"images": 40, "dice": 347, "read_right": 0.87896, "recall": 0.99, "precision": 1.0, "wrong_at_ok": 0.016,
+             "unreadable": 0.1, "false_dice_per_100_images": 0.0, "ece": 0.02}
+
+    def fake(reader, root, **kw):
+        calls.append(kw)
+        return {"folders": {"nellbyler-d6-tray": score}}
+
+    monkeypatch.setattr(ev, "evaluate", fake)
+    cmds = []
+    rows = coloured_rows("the reader", Path("../shared/data/real"), cmds)
+    assert [c["colour"] for c in calls] == ["grey", "pale", "warm", "cool"] and all(c["held_out"] for c in calls)
+    assert rows[0].startswith("| nellbyler-d6-tray, grey | 40 | 347 | 87.90% |") and len(rows) == 4
+    assert cmds == [f"pi-table eval ../shared/data/real --held-out --colour {c}" for c in ("grey", "pale", "warm", "cool")]
+
+
 def test_card_keeps_the_last_leave_one_folder_out_table_from_the_record(tmp_path):
     """pi_table.train.card.kept_lofo: without --lofo models, the classifier card quotes the
     leave-one-folder-out table and its paragraph from models/history/classifier.md as last measured

@@ -394,6 +394,10 @@ def test_cli_read_notes_kinds_it_cannot_read():
     (("eval", str(REPO / "tests" / "fixtures"), "--turn", "x"), "'x'"),
     (("eval", str(REPO / "tests" / "fixtures"), "--turn", "90", "--cut-crops", "1.3"), "--turn"),
     (("eval", str(REPO / "tests" / "fixtures"), "--turn", "90", "--misses", "/tmp/pi-table-misses"), "--turn"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--colour", "sepia"),
+     "--colour must be one of grey, pale, warm, cool, got sepia"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--colour", "grey", "--cut-crops", "1.3"), "--colour"),
+    (("eval", str(REPO / "tests" / "fixtures"), "--colour", "warm", "--misses", "/tmp/pi-table-misses"), "--colour"),
     (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md" / "x")), "README.md/x"),
     (("eval", str(REPO / "tests" / "fixtures"), "--misses", str(REPO / "README.md")), "README.md"),
     (("eval", str(REPO / "tests" / "fixtures"), "--crop", "--fixed-labels"), "--fixed-labels"),
@@ -2783,6 +2787,55 @@ def test_eval_turn_reads_each_photo_turned_with_its_labels(tmp_path):
             assert np.array_equal(reader.seen[0], want)
     with pytest.raises(ValueError, match="--turn must be 90, 180 or 270, got 45"):
         evaluate(Seeing(expected[0]), folder, turn=45)
+
+
+def test_eval_colour_reads_each_photo_as_another_cameras_colours(tmp_path):
+    """--colour MODE: each photo is read as a camera of other colours gives it (grey: one level in all three
+    channels; pale: half way to grey; warm / cool: blue and red a quarter down and up), its labels as they are."""
+    from pi_table.vision.dice import Die, Reading
+    from pi_table.vision.evaluate import COLOURS, evaluate, recoloured
+
+    image = np.zeros((40, 60, 3), np.uint8)
+    image[:, :] = (200, 100, 40)  # a blue tray (BGR)
+    image[10:30, 20:40] = (40, 60, 220)  # a red die
+    grey = recoloured(image, "grey")
+    assert grey.dtype == np.uint8 and grey.shape == image.shape
+    assert np.array_equal(grey[..., 0], grey[..., 1]) and np.array_equal(grey[..., 1], grey[..., 2])
+    assert grey[0, 0, 0] == cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)[0, 0]
+    pale = recoloured(image, "pale").astype(int)
+    assert abs(pale[0, 0, 0] - (200 + int(grey[0, 0, 0])) / 2) <= 1 and abs(pale[15, 25, 2] - (220 + int(grey[15, 25, 0])) / 2) <= 1
+    assert tuple(recoloured(image, "warm")[0, 0]) == (150, 100, 50)
+    assert tuple(recoloured(image, "cool")[15, 25]) == (50, 60, 165)
+    assert recoloured(image, "") is image and set(COLOURS) == {"grey", "pale", "warm", "cool"}
+    with pytest.raises(ValueError, match="--colour must be one of grey, pale, warm, cool, got sepia"):
+        recoloured(image, "sepia")
+
+    folder = tmp_path / "tray"
+    (folder / "images").mkdir(parents=True)
+    (folder / "labels").mkdir()
+    cv2.imwrite(str(folder / "images" / "a.png"), image)
+    (folder / "labels" / "a.txt").write_text("2 0.5 0.5 0.33333 0.5\n")  # a 3 at (20, 10, 40, 30)
+
+    class Seeing:
+        def __init__(self):
+            self.seen = []
+
+        def threshold_for(self, kind):
+            return 0.9
+
+        def status_threshold(self, kind, box):
+            return 0.9
+
+        def read(self, image, name="", kinds=None, threshold=None):
+            self.seen.append(image)
+            return Reading(name, image.shape[1], image.shape[0], 1.0, (Die("d6", "3", 3, (20, 10, 40, 30), 0.99, "ok"),))
+
+    for colour in ("", "grey", "warm"):
+        reader = Seeing()
+        assert evaluate(reader, folder, colour=colour)["all"]["read_right"] == 1  # the labels stay where they were
+        assert np.array_equal(reader.seen[0], recoloured(image, colour))
+    with pytest.raises(ValueError, match="got sepia"):
+        evaluate(Seeing(), folder, colour="sepia")
 
 
 def test_eval_border_reads_each_photo_in_a_wider_frame(tmp_path):

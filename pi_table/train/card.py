@@ -26,6 +26,20 @@ def _row(name: str, s: dict) -> str:
             f"{s.get('read_right_centre', 0):.2%} | {s.get('recall_centre', 0):.2%} |")
 
 
+def coloured_rows(reader, data: Path, cmds: list[str]) -> list[str]:
+    """The accuracy rows of ``data``'s held-out photos read as other cameras' colours (``pi-table eval DATA
+    --held-out --colour MODE``, :data:`pi_table.vision.evaluate.COLOURS`: grey, pale, warm, cool), one per data folder
+    and colour; each colour's command is appended to ``cmds``."""
+    from pi_table.vision import evaluate as ev
+
+    rows = []
+    for colour in ev.COLOURS:
+        res = ev.evaluate(reader, data, held_out=True, colour=colour)
+        rows += [_row(f"{name}, {colour}", s) for name, s in res["folders"].items()]
+        cmds.append(f"pi-table eval {data} --held-out --colour {colour}")
+    return rows
+
+
 def turned_rows(reader, data: Path, cmds: list[str]) -> list[str]:
     """The accuracy rows of ``data``'s held-out photos read turned 90, 180 and 270 degrees clockwise, their labels
     with them (``pi-table eval DATA --held-out --turn D``: a phone held in portrait, a camera on another side of the
@@ -220,6 +234,7 @@ def main(argv=None) -> int:
         wide_rows += [_row(f"{name}, in a border {factor:g}x its size", s) for name, s in res["folders"].items()]
         cmds.append(f"pi-table eval {args.data} --held-out --border {factor:g}")
     turn_rows = turned_rows(reader, args.data, cmds)
+    colour_rows = coloured_rows(reader, args.data, cmds)
     render_rows: list[str] = []
     if args.renders:
         rend, render_rows = _rendered_rows(reader, args.renders, cmds)
@@ -301,6 +316,10 @@ def main(argv=None) -> int:
                  "its labels with it, as a phone held in portrait or a camera on another side of the tray sees it. "
                  "Training turns its samples by quarter turns too, but the nets are not turned with them "
                  "(models/history/detector.md, \"Turned photos\"):\n\n" + "\n".join([HEADER, *turn_rows]))
+    accuracy += ("\n\nAnother camera's colours: each of the same held-out photos read grey (a monochrome camera), pale "
+                 "(half the saturation), warm or cool (white balance a quarter off). Training greys a tenth of its "
+                 "samples and moves white balance about an eighth (models/history/classifier.md, \"Another camera's "
+                 "colour\"):\n\n" + "\n".join([HEADER, *colour_rows]))
     if lofo_rows:
         accuracy += ("\n\nLeave one folder out (a model trained on one real folder only, scored on the other; "
                      "the honest figure for trays and cameras it never saw):\n\n" + "\n".join([HEADER, *lofo_rows]))

@@ -92,6 +92,8 @@ def register(sub) -> None:
                    "(1..4) times its size, as a wide shot of the table shows the tray: its dice FACTOR times smaller")
     p.add_argument("--turn", type=int, metavar="DEGREES", help="read each photo turned 90, 180 or 270 degrees "
                    "clockwise, its labels with it (a phone held in portrait, the tray seen from another side)")
+    p.add_argument("--colour", metavar="MODE", help="read each photo as another camera's colours: grey (a monochrome "
+                   "camera), pale (half the saturation), warm or cool (white balance a quarter off)")
     p.add_argument("--fixed-labels", action="store_true", help="score against the labels with the kit's checked "
                    "corrections applied (pi_table/vision/label_fixes.json: dice the labels leave out, wrong faces, "
                    "loose boxes, each seen on its photo); default: the labels as published")
@@ -211,8 +213,9 @@ def _read(args) -> int:
 
 
 def _eval(args) -> int:
-    from pi_table.vision.evaluate import (check_close_up_frame, check_cut_margin, check_cut_offset, check_turn, evaluate,
-                                          evaluate_close_ups, evaluate_crops, evaluate_cut_crops, format_report,
+    from pi_table.vision.evaluate import (check_close_up_frame, check_colour, check_cut_margin, check_cut_offset,
+                                          check_turn, evaluate, evaluate_close_ups, evaluate_crops, evaluate_cut_crops,
+                                          format_report,
                                           misses_folder)
 
     kinds = parse_kinds(args.kinds)
@@ -233,6 +236,8 @@ def _eval(args) -> int:
         raise ValueError(f"--border reads whole labelled photos; it does not go with {(modes or ['--misses'])[0]}")
     if args.turn is not None and (modes or args.misses is not None):
         raise ValueError(f"--turn reads whole labelled photos; it does not go with {(modes or ['--misses'])[0]}")
+    if args.colour is not None and (modes or args.misses is not None):
+        raise ValueError(f"--colour reads whole labelled photos; it does not go with {(modes or ['--misses'])[0]}")
     if args.fixed_labels and args.crop:
         raise ValueError("--fixed-labels corrects labelled photos' labels; it does not go with --crop")
     if args.misses is not None and modes and modes[0] not in ("--cut-crops", "--close-ups"):
@@ -242,6 +247,8 @@ def _eval(args) -> int:
         raise ValueError(f"--border must be 1..4, got {args.border}")
     if args.turn is not None:
         check_turn(args.turn)
+    if args.colour is not None:
+        check_colour(args.colour)
     if args.cut_offset is not None and args.cut_crops is None:
         raise ValueError("--cut-offset moves the crops of --cut-crops; it needs --cut-crops")
     if args.cut_crops is not None:  # before --misses makes its folder
@@ -272,7 +279,8 @@ def _eval(args) -> int:
     else:
         result = evaluate(reader, folder, kinds, held_out=args.held_out, limit=args.limit, sweep=sweep,
                           die_boxes=args.boxes == "die", calib=args.calib, misses=misses,
-                          border=1.0 if args.border is None else args.border, fixes=fixes, turn=args.turn or 0)
+                          border=1.0 if args.border is None else args.border, fixes=fixes, turn=args.turn or 0,
+                          colour=args.colour or "")
     result["models"] = str(reader.models)
     result["boxes"] = args.boxes
     result["held_out"] = bool(args.held_out)
@@ -282,6 +290,8 @@ def _eval(args) -> int:
         result["border"] = args.border
     if args.turn is not None:
         result["turn"] = args.turn
+    if args.colour is not None:
+        result["colour"] = args.colour
     if args.cut_offset is not None:
         result["cut_offset"] = args.cut_offset
     if misses is not None:

@@ -296,8 +296,40 @@ def turned_box(box, width: int, height: int, degrees: int) -> tuple[float, float
     return (y0, width - x1, y1, width - x0)
 
 
+#: ``eval --colour``: another camera's colour, as (B, G, R) gains and the share of each pixel's colour kept (0: grey).
+#: ``grey``: a monochrome camera (a Pi NoIR module under infrared light); ``pale``: half the saturation (dim light, a
+#: cheap sensor); ``warm`` and ``cool``: a white balance a quarter off towards tungsten light or shade. Not tuned on:
+#: a check that the reader does not lean on one camera's colours (models/history/classifier.md, "Another camera's
+#: colour").
+COLOURS = {"grey": ((1.0, 1.0, 1.0), 0.0), "pale": ((1.0, 1.0, 1.0), 0.5),
+           "warm": ((0.75, 1.0, 1.25), 1.0), "cool": ((1.25, 1.0, 0.75), 1.0)}
+
+
+def check_colour(colour: str) -> None:
+    """ValueError naming ``colour`` unless it is "" (as taken) or one of :data:`COLOURS` (``eval --colour``)."""
+    if colour and colour not in COLOURS:
+        raise ValueError(f"--colour must be one of {', '.join(COLOURS)}, got {colour}")
+
+
+def recoloured(image: np.ndarray, colour: str) -> np.ndarray:
+    """``image`` (HxWx3 uint8 BGR) as a camera of another ``colour`` (:data:`COLOURS`) would give it: each channel
+    times its gain, then blended with its grey (``cv2.COLOR_BGR2GRAY``) by the share of colour kept; HxWx3 uint8 BGR.
+    ``colour`` "" gives ``image`` itself. ValueError for an unknown colour (:func:`check_colour`)."""
+    import cv2
+
+    check_colour(colour)
+    if not colour:
+        return image
+    gains, keep = COLOURS[colour]
+    out = image.astype(np.float32) * np.array(gains, np.float32)
+    if keep < 1.0:
+        grey = cv2.cvtColor(np.clip(out, 0, 255).astype(np.uint8), cv2.COLOR_BGR2GRAY).astype(np.float32)
+        out = keep * out + (1.0 - keep) * grey[:, :, None]
+    return np.clip(np.rint(out), 0, 255).astype(np.uint8)
+
+
 def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses: list | None = None,
-                border: float = 1.0, turn: int = 0) -> Score:
+                border: float = 1.0, turn: int = 0, colour: str = "") -> Score:
     """Read one labelled image and match its dice to the labels (greedy by IoU, >= 0.5), reading with
     ``kinds`` (:func:`labelled_images` keeps only the labelled dice of those kinds).
 
@@ -307,8 +339,8 @@ def score_image(reader: DiceReader, labelled: LabelledImage, kinds=None, misses:
     With ``border`` > 1 the image is read set in a plain border that many times its size
     (:func:`in_border`), its labels moved with it; with ``turn`` (90, 180, 270) it is first turned that many
     degrees clockwise, its labels with it (:func:`turned_box`: a phone held in portrait, the tray seen from
-    another side)."""
-    image = load_image(labelled.path)
+    another side); with ``colour`` (:data:`COLOURS`) it is read as another camera's colours (:func:`recoloured`)."""
+    image = recoloured(load_image(labelled.path), colour)
     if turn:
         import cv2
 
@@ -494,14 +526,15 @@ def labelled_images(reader: DiceReader, root: Path, held_out: bool = False, limi
 
 def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False, limit: int | None = None,
              sweep=(), die_boxes: bool = True, calib: bool = False, misses: list | None = None,
-             border: float = 1.0, fixes=None, turn: int = 0) -> dict:
+             border: float = 1.0, fixes=None, turn: int = 0, colour: str = "") -> dict:
     """Score every labelled image under ``root``; ``held_out`` keeps only the valid split, ``calib``
     only the calib split (:func:`labelled_images`);
     ``die_boxes`` as in :func:`labelled_images` (False: the boxes as labelled); with a ``misses``
     list, every die not read right and every false die is appended to it (:class:`Miss`); ``border``
     (1..4) reads each image set in a plain border that many times its size (:func:`in_border`); ``turn``
-    (90, 180, 270) reads each turned that many degrees clockwise (:func:`score_image`); ``fixes``: label
-    fixes to apply (:func:`labelled_images`).
+    (90, 180, 270) reads each turned that many degrees clockwise (:func:`score_image`); ``colour`` reads each
+    as another camera's colours (:data:`COLOURS`, :func:`recoloured`); ``fixes``: label fixes to apply
+    (:func:`labelled_images`).
 
     Returns ``{"folders": {name: Score.to_json()}, "all": Score.to_json(), "label_fixes": applied}``, and with
     thresholds in ``sweep`` also ``"sweep": {name: Score.at_thresholds(sweep)}`` (``all`` too, and
@@ -513,11 +546,12 @@ def evaluate(reader: DiceReader, root: Path, kinds=None, held_out: bool = False,
     if not 1 <= border <= 4:
         raise ValueError(f"--border must be 1..4, got {border}")
     check_turn(turn)
+    check_colour(colour)
     per_folder: dict[str, Score] = defaultdict(Score)
     total = Score()
     images, applied = labelled_images(reader, root, held_out, limit, die_boxes, calib, fixes, kinds)
     for labelled in images:
-        s = score_image(reader, labelled, kinds, misses, border, turn)
+        s = score_image(reader, labelled, kinds, misses, border, turn, colour)
         per_folder[labelled.folder].add(s)
         total.add(s)
     return _result(per_folder, total, sweep, label_fixes=applied)
