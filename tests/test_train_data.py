@@ -1605,12 +1605,39 @@ def test_training_refuses_an_out_that_cannot_be_a_folder_in_one_line(tmp_path, c
     assert afile.read_text() == "keep"
 
 
+def test_photometric_colour_sets_the_colour_changes_alone():
+    """data.photometric's ``colour``: None draws and gives exactly what ``strength`` alone does (the shipped recipe's
+    crops are the same); 0 keeps the channels' order (no swap, no grey, no white balance); a strong colour greys
+    and swaps channels far more often (models/history/classifier.md, "Another camera's colour")."""
+    from pi_table.train.data import photometric
+
+    image = np.zeros((32, 32, 3), np.uint8)
+    image[:, :] = (30, 120, 220)
+    for seed in range(20):
+        outs = []
+        for colour in ((), (None,), (0.6,)):
+            cv2.setRNGSeed(seed)  # the camera noise: OpenCV's own generator
+            rng = np.random.default_rng(seed)
+            outs.append((photometric(image, rng, 0.6, *colour), rng.random()))
+        assert all(np.array_equal(o[0], outs[0][0]) and o[1] == outs[0][1] for o in outs)
+
+    def changed(colour):
+        n = 0
+        for seed in range(200):
+            m = photometric(image, np.random.default_rng(seed), 0.6, colour).reshape(-1, 3).mean(0)
+            n += not (m[0] + 20 < m[1] and m[1] + 20 < m[2])  # blue under green under red no more
+        return n
+
+    assert changed(0.0) == 0
+    assert changed(3.0) > changed(0.6) + 40
+
+
 @pytest.mark.parametrize("option, value, need", [
     ("--crop-size", "0", "16 or more"), ("--threads", "0", "1 or more"), ("--cls-lr", "-1.0", "in (0, 1)"),
     ("--det-batch", "0", "1 or more"), ("--cls-batch", "-4", "1 or more"), ("--det-input", "0", "32 or more"),
     ("--det-patch", "250", "a multiple of 32"), ("--margin", "0.0", "above 0"), ("--threshold", "1.5", "0..1"),
     ("--paste", "2.0", "0..1"), ("--cls-augment", "-0.5", "0 or more"), ("--size-weight", "nan", "0 or more"),
-    ("--box-weight", "-1.0", "0 or more"), ("--refine", "-1", "0 or more")])
+    ("--box-weight", "-1.0", "0 or more"), ("--refine", "-1", "0 or more"), ("--cls-colour", "5.0", "0..4")])
 def test_training_names_a_number_out_of_range_in_one_line(capsys, option, value, need):
     """Every number pi_table.train takes is checked before any data is read: one line naming the
     option and value, exit 2. These were taken as they came: --crop-size 0 trained (a crash or a

@@ -106,6 +106,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    "lack, as other people's dice are: models/history/classifier.md, \"The d6 calibrated on photos and "
                    "renders together\")")
     p.add_argument("--cls-augment", type=float, default=0.6, help="strength of the crops' photometric augmentation")
+    p.add_argument("--cls-colour", type=float, help="strength of the crops' colour changes alone (channels swapped "
+                   "for a quarter of that share, grey for a tenth, each channel's gain by an eighth: data.photometric); "
+                   "default: --cls-augment's, as shipped (models/history/classifier.md, \"Another camera's colour\")")
     p.add_argument("--paste", type=float, default=0.4, help="share of samples whose dice are pasted onto a new surface")
     p.add_argument("--recolour", type=float, default=0.0, help="chance that a pasted die is recoloured (a random "
                    "two-colour ramp over its brightness: data.recolour_die), so that one folder's white dice also teach "
@@ -177,6 +180,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         ("--threshold", args.threshold, args.threshold is None or 0 <= args.threshold <= 1, "0..1"),
                         ("--paste", args.paste, 0 <= args.paste <= 1, "0..1"),
                         ("--cls-augment", args.cls_augment, 0 <= args.cls_augment < math.inf, "0 or more"),
+                        ("--cls-colour", args.cls_colour, args.cls_colour is None or 0 <= args.cls_colour <= 4, "0..4"),
                         ("--size-weight", args.size_weight, 0 <= args.size_weight < math.inf, "0 or more"),
                         ("--box-weight", args.box_weight, 0 <= args.box_weight < math.inf, "0 or more"),
                         ("--refine", args.refine, args.refine >= 0, "0 or more"),
@@ -566,7 +570,7 @@ def main(argv=None) -> int:
                     c = pasted_crop(im, d)
                 else:
                     c = D.die_crop(image_of(im), d.box, rng, args.crop_size, args.margin)
-                crops.append(D.photometric(c.image, rng, args.cls_augment))
+                crops.append(D.photometric(c.image, rng, args.cls_augment, args.cls_colour))
                 targets.append(allowed_classes(classes, main_label(d), kind_only=im.folder == "renders"
                                                and d.kind not in NUMBERED and not args.render_d6_faces))
                 boxes.append(c.box), known.append(c.box_known)
@@ -581,7 +585,7 @@ def main(argv=None) -> int:
                     im = pool[int(rng.choice(len(pool), p=weights))]
                     neg = D.negative_crop(image_of(im), boxes_of(im), rng, args.crop_size, args.margin)
                 if neg is not None:
-                    crops.append(D.photometric(neg, rng, args.cls_augment))
+                    crops.append(D.photometric(neg, rng, args.cls_augment, args.cls_colour))
                     targets.append(allowed_classes(classes, "none"))
                     boxes.append(np.zeros(4, np.float32)), known.append(False)
             x = torch.from_numpy(D.chw_batch(crops))

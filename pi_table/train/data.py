@@ -60,18 +60,23 @@ def load_rgb(path) -> np.ndarray:
 
 # ---------------------------------------------------------------- photometric augmentation
 
-def photometric(image: np.ndarray, rng: np.random.Generator, strength: float = 1.0) -> np.ndarray:
+def photometric(image: np.ndarray, rng: np.random.Generator, strength: float = 1.0,
+                colour: float | None = None) -> np.ndarray:
     """Lighting, white balance, colour, blur, noise and JPEG changes of an HxWx3 uint8 BGR image.
 
     Exposure, white balance, contrast and gamma are folded into one lookup table per channel.
+    ``colour``: the strength of the colour changes alone (channels swapped, grey, each channel's gain: another
+    camera's colours, ``pi-table eval --colour``); None, as shipped, takes ``strength``. It draws the same random
+    numbers either way, so a run without it is the run it was.
     """
+    tint = strength if colour is None else colour
     img = image
-    if rng.random() < 0.25 * strength:
+    if rng.random() < 0.25 * tint:
         img = np.ascontiguousarray(img[:, :, rng.permutation(3)])  # other dice and tray colours
-    if rng.random() < 0.1 * strength:
+    if rng.random() < 0.1 * tint:
         img = cv2.cvtColor(cv2.cvtColor(img, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
     levels = np.arange(256, dtype=np.float32)
-    gains = np.exp(rng.normal(0, 0.12 * strength, 3)) * math.exp(rng.normal(0, 0.25 * strength))
+    gains = np.exp(rng.normal(0, 0.12 * tint, 3)) * math.exp(rng.normal(0, 0.25 * strength))
     contrast = math.exp(rng.normal(0, 0.2 * strength))
     gamma = math.exp(rng.normal(0, 0.2 * strength))
     mean = float(img.mean())
