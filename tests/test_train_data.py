@@ -1232,10 +1232,14 @@ def test_card_says_how_the_cascade_was_set_and_what_it_does():
     assert cascade_texts({"file": "classifier.onnx", "cascade": 0.97}) == ("", "")
 
 
-def test_card_reads_the_held_out_photos_turned_each_way(monkeypatch):
-    """The card writer's turned rows: the held-out photos read turned 90, 180 and 270 degrees (``eval --turn``), a
-    row per data folder and turn, and each turn's command for the card's list."""
-    from pi_table.train.card import turned_rows
+@pytest.mark.parametrize("writer, option, values, first_row", [
+    ("turned_rows", "turn", [90, 180, 270], "| nellbyler-d6-tray, turned 90 degrees | 40 | 346 | 91.04% |"),
+    ("coloured_rows", "colour", ["grey", "pale", "warm", "cool"], "| nellbyler-d6-tray, grey | 40 | 346 | 91.04% |")])
+def test_card_reads_the_held_out_photos_turned_and_recoloured(monkeypatch, writer, option, values, first_row):
+    """The card writer's turned and colour rows: the held-out photos read turned 90, 180 and 270 degrees (``eval
+    --turn``) and as other cameras' colours (``eval --colour``), a row per data folder and turn or colour, and each
+    one's command for the card's list."""
+    from pi_table.train import card
     from pi_table.vision import evaluate as ev
 
     calls = []
@@ -1248,32 +1252,10 @@ def test_card_reads_the_held_out_photos_turned_each_way(monkeypatch):
 
     monkeypatch.setattr(ev, "evaluate", fake)
     cmds = []
-    rows = turned_rows("the reader", Path("../shared/data/real"), cmds)
-    assert [c["turn"] for c in calls] == [90, 180, 270] and all(c["held_out"] for c in calls)
-    assert rows[0].startswith("| nellbyler-d6-tray, turned 90 degrees | 40 | 346 | 91.04% |") and len(rows) == 3
-    assert cmds == [f"pi-table eval ../shared/data/real --held-out --turn {d}" for d in (90, 180, 270)]
-
-
-def test_card_reads_the_held_out_photos_in_other_cameras_colours(monkeypatch):
-    """The card writer's colour rows: the held-out photos read grey, pale, warm and cool (``eval --colour``), a row per
-    data folder and colour, and each colour's command for the card's list."""
-    from pi_table.train.card import coloured_rows
-    from pi_table.vision import evaluate as ev
-
-    calls = []
-    score = {"images": 40, "dice": 347, "read_right": 0.87896, "recall": 0.99, "precision": 1.0, "wrong_at_ok": 0.016,
-             "unreadable": 0.1, "false_dice_per_100_images": 0.0, "ece": 0.02}
-
-    def fake(reader, root, **kw):
-        calls.append(kw)
-        return {"folders": {"nellbyler-d6-tray": score}}
-
-    monkeypatch.setattr(ev, "evaluate", fake)
-    cmds = []
-    rows = coloured_rows("the reader", Path("../shared/data/real"), cmds)
-    assert [c["colour"] for c in calls] == ["grey", "pale", "warm", "cool"] and all(c["held_out"] for c in calls)
-    assert rows[0].startswith("| nellbyler-d6-tray, grey | 40 | 347 | 87.90% |") and len(rows) == 4
-    assert cmds == [f"pi-table eval ../shared/data/real --held-out --colour {c}" for c in ("grey", "pale", "warm", "cool")]
+    rows = getattr(card, writer)("the reader", Path("../shared/data/real"), cmds)
+    assert [c[option] for c in calls] == values and all(c["held_out"] for c in calls)
+    assert rows[0].startswith(first_row) and len(rows) == len(values)
+    assert cmds == [f"pi-table eval ../shared/data/real --held-out --{option} {v}" for v in values]
 
 
 def test_card_keeps_the_last_leave_one_folder_out_table_from_the_record(tmp_path):
