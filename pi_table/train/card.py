@@ -317,9 +317,9 @@ def main(argv=None) -> int:
                  "Training turns its samples by quarter turns too, but the nets are not turned with them "
                  "(models/history/detector.md, \"Turned photos\"):\n\n" + "\n".join([HEADER, *turn_rows]))
     accuracy += ("\n\nAnother camera's colours: each of the same held-out photos read grey (a monochrome camera), pale "
-                 "(half the saturation), warm or cool (white balance a quarter off). Training greys a tenth of its "
-                 "samples and moves white balance about an eighth (models/history/classifier.md, \"Another camera's "
-                 "colour\"):\n\n" + "\n".join([HEADER, *colour_rows]))
+                 "(half the saturation), warm or cool (white balance a quarter off). The detector's training greys a "
+                 "tenth of its samples and moves white balance about an eighth; the classifiers' crops (--cls-augment "
+                 "0.6) 6% and about 7% (models/history/classifier.md, \"Another camera's colour\"):\n\n" + "\n".join([HEADER, *colour_rows]))
     if lofo_rows:
         accuracy += ("\n\nLeave one folder out (a model trained on one real folder only, scored on the other; "
                      "the honest figure for trays and cameras it never saw):\n\n" + "\n".join([HEADER, *lofo_rows]))

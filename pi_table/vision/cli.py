@@ -215,8 +215,7 @@ def _read(args) -> int:
 def _eval(args) -> int:
     from pi_table.vision.evaluate import (check_close_up_frame, check_colour, check_cut_margin, check_cut_offset,
                                           check_turn, evaluate, evaluate_close_ups, evaluate_crops, evaluate_cut_crops,
-                                          format_report,
-                                          misses_folder)
+                                          format_report, misses_folder)
 
     kinds = parse_kinds(args.kinds)
     folder = Path(args.folder)
