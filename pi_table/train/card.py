@@ -26,32 +26,34 @@ def _row(name: str, s: dict) -> str:
             f"{s.get('read_right_centre', 0):.2%} | {s.get('recall_centre', 0):.2%} |")
 
 
+def _held_out_rows(reader, data: Path, cmds: list[str], option: str, values, label) -> list[str]:
+    """The accuracy rows of ``data``'s held-out photos read with ``pi-table eval DATA --held-out --OPTION V`` for each
+    V of ``values`` (``evaluate``'s keyword ``option``), one per data folder and value, named "FOLDER, label(V)"; each
+    value's command is appended to ``cmds``."""
+    from pi_table.vision import evaluate as ev
+
+    rows = []
+    for value in values:
+        res = ev.evaluate(reader, data, held_out=True, **{option: value})
+        rows += [_row(f"{name}, {label(value)}", s) for name, s in res["folders"].items()]
+        cmds.append(f"pi-table eval {data} --held-out --{option} {value}")
+    return rows
+
+
 def coloured_rows(reader, data: Path, cmds: list[str]) -> list[str]:
     """The accuracy rows of ``data``'s held-out photos read as other cameras' colours (``pi-table eval DATA
     --held-out --colour MODE``, :data:`pi_table.vision.evaluate.COLOURS`: grey, pale, warm, cool), one per data folder
     and colour; each colour's command is appended to ``cmds``."""
-    from pi_table.vision import evaluate as ev
+    from pi_table.vision.evaluate import COLOURS
 
-    rows = []
-    for colour in ev.COLOURS:
-        res = ev.evaluate(reader, data, held_out=True, colour=colour)
-        rows += [_row(f"{name}, {colour}", s) for name, s in res["folders"].items()]
-        cmds.append(f"pi-table eval {data} --held-out --colour {colour}")
-    return rows
+    return _held_out_rows(reader, data, cmds, "colour", COLOURS, str)
 
 
 def turned_rows(reader, data: Path, cmds: list[str]) -> list[str]:
     """The accuracy rows of ``data``'s held-out photos read turned 90, 180 and 270 degrees clockwise, their labels
     with them (``pi-table eval DATA --held-out --turn D``: a phone held in portrait, a camera on another side of the
     tray), one per data folder and turn; each turn's command is appended to ``cmds``."""
-    from pi_table.vision import evaluate as ev
-
-    rows = []
-    for degrees in (90, 180, 270):
-        res = ev.evaluate(reader, data, held_out=True, turn=degrees)
-        rows += [_row(f"{name}, turned {degrees} degrees", s) for name, s in res["folders"].items()]
-        cmds.append(f"pi-table eval {data} --held-out --turn {degrees}")
-    return rows
+    return _held_out_rows(reader, data, cmds, "turn", (90, 180, 270), lambda degrees: f"turned {degrees} degrees")
 
 
 def history_line(name: str) -> str:
