@@ -2742,11 +2742,31 @@ def test_a_close_up_of_a_one_is_read_though_its_pip_reads_as_another_face(folder
     assert [(d.face, d.status) for d in inside] == [("1", "ok")] and iou(inside[0].box, box) >= 0.5
 
 
+class _Seeing:
+    """A stand-in reader for eval's tests: it keeps each image it is given (``seen``) and reads one d6 "3" at ``box``,
+    surely."""
+    threshold = 0.9
+
+    def __init__(self, box):
+        self.box, self.seen = box, []
+
+    def threshold_for(self, kind):
+        return self.threshold
+
+    def status_threshold(self, kind, box):
+        return self.threshold
+
+    def read(self, image, name="", kinds=None, threshold=None):
+        from pi_table.vision.dice import Die, Reading
+
+        self.seen.append(image)
+        return Reading(name, image.shape[1], image.shape[0], 1.0, (Die("d6", "3", 3, self.box, 0.99, "ok"),))
+
+
 def test_eval_turn_reads_each_photo_turned_with_its_labels(tmp_path):
     """--turn D: each photo is read turned D degrees clockwise (a phone held in portrait, the tray seen from
     another side), its labels turned with it: a reader boxing the die where the turned label lies reads it right,
     and the image it is given is the photo turned."""
-    from pi_table.vision.dice import Die, Reading
     from pi_table.vision.evaluate import evaluate, turned_box
 
     image = np.full((100, 200, 3), 90, np.uint8)
@@ -2762,37 +2782,20 @@ def test_eval_turn_reads_each_photo_turned_with_its_labels(tmp_path):
         if degrees:
             assert turned_box((20, 10, 40, 30), 200, 100, degrees) == box
 
-    class Seeing:
-        threshold = 0.9
-
-        def __init__(self, box):
-            self.box, self.seen = box, []
-
-        def threshold_for(self, kind):
-            return self.threshold
-
-        def status_threshold(self, kind, box):
-            return self.threshold
-
-        def read(self, image, name="", kinds=None, threshold=None):
-            self.seen.append(image)
-            return Reading(name, image.shape[1], image.shape[0], 1.0, (Die("d6", "3", 3, self.box, 0.99, "ok"),))
-
     for degrees, box in expected.items():
         for turn in (0, 90, 180, 270):
-            reader = Seeing(box)
+            reader = _Seeing(box)
             right = evaluate(reader, folder, turn=turn)["all"]["read_right"]
             assert right == (1 if turn == degrees else 0), (degrees, turn)
             want = image if turn == 0 else cv2.rotate(image, turns[turn])
             assert np.array_equal(reader.seen[0], want)
     with pytest.raises(ValueError, match="--turn must be 90, 180 or 270, got 45"):
-        evaluate(Seeing(expected[0]), folder, turn=45)
+        evaluate(_Seeing(expected[0]), folder, turn=45)
 
 
 def test_eval_colour_reads_each_photo_as_another_cameras_colours(tmp_path):
     """--colour MODE: each photo is read as a camera of other colours gives it (grey: one level in all three
     channels; pale: half way to grey; warm / cool: blue and red a quarter down and up), its labels as they are."""
-    from pi_table.vision.dice import Die, Reading
     from pi_table.vision.evaluate import COLOURS, evaluate, recoloured
 
     image = np.zeros((40, 60, 3), np.uint8)
@@ -2816,26 +2819,12 @@ def test_eval_colour_reads_each_photo_as_another_cameras_colours(tmp_path):
     cv2.imwrite(str(folder / "images" / "a.png"), image)
     (folder / "labels" / "a.txt").write_text("2 0.5 0.5 0.33333 0.5\n")  # a 3 at (20, 10, 40, 30)
 
-    class Seeing:
-        def __init__(self):
-            self.seen = []
-
-        def threshold_for(self, kind):
-            return 0.9
-
-        def status_threshold(self, kind, box):
-            return 0.9
-
-        def read(self, image, name="", kinds=None, threshold=None):
-            self.seen.append(image)
-            return Reading(name, image.shape[1], image.shape[0], 1.0, (Die("d6", "3", 3, (20, 10, 40, 30), 0.99, "ok"),))
-
     for colour in ("", "grey", "warm"):
-        reader = Seeing()
+        reader = _Seeing((20, 10, 40, 30))
         assert evaluate(reader, folder, colour=colour)["all"]["read_right"] == 1  # the labels stay where they were
         assert np.array_equal(reader.seen[0], recoloured(image, colour))
     with pytest.raises(ValueError, match="got sepia"):
-        evaluate(Seeing(), folder, colour="sepia")
+        evaluate(_Seeing((20, 10, 40, 30)), folder, colour="sepia")
 
 
 def test_eval_border_reads_each_photo_in_a_wider_frame(tmp_path):
